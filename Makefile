@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# loopmq: build, install, check and benchmark.
+#
+#   make                  build loopmq.ko for the running kernel (or KVER=/KDIR=)
+#   make modules-all      build for every installed 6.1/6.12 kernel, W=1, no warnings
+#   make install          install module (extra/), depmod, tool, man pages
+#   make check            everything: builds, style, sparse, guest tests
+#   make bench            the fio comparison in a guest (QUICK=1 for a short run)
+
+KVER	?= $(shell uname -r)
+KDIR	?= /lib/modules/$(KVER)/build
+PREFIX	?= /usr/local
+DESTDIR	?=
+BUILD	:= $(CURDIR)/build
+DEPS	:= scripts/install-deps.sh
+KERNELS	= $(shell scripts/kernels.sh | awk '{ print $$2 }')
+
+.PHONY: all modules modules-all tools install clean style sparse check \
+	check-debug bench deps
+
+all: modules tools
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+deps:
+	@bash $(DEPS)
+
+# One scratch build per installed kernel; warnings fail the build.
+modules-all: deps
+	@set -e; for k in $(KERNELS); do \
+		echo "  BUILD   loopmq.ko for $$k"; \
+		scripts/build-module.sh /lib/modules/$$k/build $(BUILD)/$$k; \
+	done
+
+tools:
+	$(MAKE) -C tools
+
+install: modules tools
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=extra modules_install
+	depmod -a $(KVER)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null
+	-$(MAKE) -C tools clean
+	rm -rf $(BUILD)
+
+CHECKPATCH_FILES = $(wildcard *.c *.h include/uapi/*.h)
+
+style: deps
+	@tree=$$(scripts/linux-source.sh) && \
+	perl $$tree/scripts/checkpatch.pl --no-tree --strict --quiet \
+		-f $(CHECKPATCH_FILES) && \
+	echo "  STYLE   checkpatch clean: $(CHECKPATCH_FILES)"
+
+sparse: deps
+	@set -e; for k in $(KERNELS); do \
+		echo "  SPARSE  loopmq.ko for $$k"; \
+		scripts/build-module.sh /lib/modules/$$k/build $(BUILD)/sparse-$$k C=2; \
+	done
+
+check: deps
+	@tests/check.sh
+
+check-debug: deps
+	@tests/check.sh --debug-only
+
+bench: deps
+	@bench/run $(if $(QUICK),--quick)
