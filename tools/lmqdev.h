@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * lmqdev: a small library of loopmq device operations, shared by
+ * loopmqctl and the test programs.
+ *
+ * Every function returning int returns 0 (or a non-negative value where
+ * documented) on success and a negative errno on failure; it never prints.
+ * Devices are named by index N (/dev/<prefix>N).  The prefix is "loopmq";
+ * the TEST-ONLY environment variable LOOPMQCTL_PREFIX=loop points the
+ * library at the stock loop driver (/dev/loop-control, /dev/loopN) so the
+ * generic parts can be checked without loopmq.
+ */
+#ifndef LMQDEV_H
+#define LMQDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
+#include <sys/types.h>
+
+#include "uapi/loopmq.h"
+
+#define LMQ_NAME_MAX	64
+
+/* Everything known about one device, bound or not. */
+struct lmq_info {
+	int		index;
+	char		path[LMQ_NAME_MAX];	/* /dev/loopmqN */
+	char		disk[LMQ_NAME_MAX];	/* loopmqN */
+	int		bound;			/* a backing file is attached */
+	unsigned int	maj, min;		/* of the device itself */
+	char		back_file[PATH_MAX];	/* sysfs loop/backing_file */
+	uint64_t	back_ino;
+	unsigned int	back_maj, back_min;
+	uint64_t	back_devno;		/* lo_device as the kernel encodes it */
+	uint64_t	offset;
+	uint64_t	sizelimit;
+	int		autoclear, partscan, ro, dio;
+	unsigned int	log_sec;		/* logical block size, 0 if unknown */
+	int		have_mode;		/* mode is valid */
+	unsigned int	mode;			/* enum loopmq_mode */
+	int		have_stats;		/* stats is valid */
+	struct loopmq_stats stats;
+};
+
+/* What to attach and how. */
+struct lmq_attach {
+	const char	*file;
+	uint64_t	offset;
+	uint64_t	sizelimit;
+	unsigned int	block_size;	/* 0 = driver default */
+	int		read_only;
+	int		partscan;
+	int		direct_io;	/* 0 off, 1 on */
+	int		mode;		/* enum loopmq_mode, or -1 to leave alone */
+};
+
+/* Names and paths. */
+const char *lmq_prefix(void);			/* "loopmq" (or test override) */
+const char *lmq_control_path(void);		/* /dev/loopmq-control */
+void lmq_dev_path(int index, char *buf, size_t len);
+/*
+ * Map a user's device argument to an index: "/dev/loopmqN", "loopmqN",
+ * "N", or any path to a block device node whose disk is loopmqN.
+ * -ENODEV: not a loopmq device name; -ENOENT: path does not exist.
+ */
+int lmq_parse_device(const char *arg, int *index);
+
+/* Control device. */
+int lmq_control_open(void);			/* fd or -errno */
+int lmq_find_free(void);			/* index or -errno */
+int lmq_add(int index);				/* index or -errno; -1 = any */
+int lmq_remove(int index);
+
+/* Device state. */
+int lmq_exists(int index);			/* 1 if the node exists */
+int lmq_is_bound(int index);			/* 1 bound, 0 not, -errno */
+int lmq_get_info(int index, struct lmq_info *info);
+/* Indexes of all existing devices (sorted); *list is malloc'ed. */
+int lmq_list(int **list, int *count);
+
+/*
+ * Attach a backing file.  LOOP_CONFIGURE, or LOOP_SET_FD +
+ * LOOP_SET_STATUS64 (+ block size, dio) when the kernel answers
+ * ENOTTY/EINVAL.  When a later step (e.g. the mode) fails, the device is
+ * detached again.  *step names the step that failed.
+ */
+int lmq_attach(int index, const struct lmq_attach *a, const char **step);
+int lmq_detach(int index);
+int lmq_set_capacity(int index);
+int lmq_set_direct_io(int index, int on);
+int lmq_set_block_size(int index, unsigned int size);
+
+/* loopmq's own ioctls. */
+int lmq_set_mode(int index, unsigned int mode);
+int lmq_get_mode(int index, unsigned int *mode);
+int lmq_get_stats(int index, struct loopmq_stats *st);
+int lmq_reset_stats(int index);
+
+/* Helpers. */
+const char *lmq_mode_name(unsigned int mode);	/* NULL if unknown */
+int lmq_mode_parse(const char *s);		/* mode or -EINVAL */
+extern const char *const lmq_path_names[LOOPMQ_PATH_NR];
+extern const char *const lmq_fallback_names[LOOPMQ_FB_NR];
+/*
+ * Parse a non-negative size with an optional suffix: K, M, G, T, P, E
+ * (also KiB, MiB ...) are powers of 1024; KB, MB ... powers of 1000.
+ * -EINVAL: not a number; -ERANGE: does not fit in 64 bits.
+ */
+int lmq_parse_size(const char *s, uint64_t *out);
+
+#endif /* LMQDEV_H */

@@ -1,0 +1,1402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopmqctl: set up and control loopmq devices, with losetup's interface.
+ *
+ * A thin front end over lmqdev.c.  Every input is validated before any
+ * device is touched; every failure names the object and the cause and
+ * makes the exit status non-zero.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/fs.h>
+
+#include "lmqdev.h"
+
+#ifndef LOOPMQ_VERSION
+#define LOOPMQ_VERSION "0.1"
+#endif
+
+static const char *prog = "loopmqctl";
+
+/* ---- messages --------------------------------------------------------- */
+
+static int module_missing(void)
+{
+	return access(lmq_control_path(), F_OK) != 0;
+}
+
+/*
+ * "loopmqctl: OBJ: WHAT: strerror(err)" (+ a hint when the control
+ * device is missing).  obj may be NULL, err may be 0.
+ */
+static void __attribute__((format(printf, 3, 4)))
+error_at(const char *obj, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", prog);
+	if (obj)
+		fprintf(stderr, "%s: ", obj);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (err)
+		fprintf(stderr, ": %s", strerror(err));
+	if ((err == ENOENT || err == ENODEV || err == ENXIO) && module_missing())
+		fprintf(stderr, " (is the %s module loaded? try 'modprobe %s')",
+			lmq_prefix(), lmq_prefix());
+	fputc('\n', stderr);
+}
+
+static void try_help(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+}
+
+/* ---- columns ---------------------------------------------------------- */
+
+enum col_type { T_STR, T_NUM, T_BOOL };
+
+enum col_id {
+	C_NAME, C_AUTOCLEAR, C_BACK_FILE, C_BACK_INO, C_BACK_MAJMIN,
+	C_MAJMIN, C_OFFSET, C_PARTSCAN, C_RO, C_SIZELIMIT, C_DIO, C_LOG_SEC,
+	C_MODE, C_INLINE, C_AIO_INLINE, C_AIO_ASYNC, C_KTHREAD, C_FALLBACKS,
+	C_FB_STACK, C_FB_JOURNAL, C_FB_RECLAIM, C_FB_NESTED, C_FB_OP,
+	C_FB_EAGAIN, C_FB_ADAPTIVE, C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
+	C_NR
+};
+
+struct column {
+	const char	*name;
+	enum col_type	type;
+	int		right;
+	const char	*help;
+};
+
+static const struct column columns[C_NR] = {
+	[C_NAME]	= { "NAME", T_STR, 0, "loop device name" },
+	[C_AUTOCLEAR]	= { "AUTOCLEAR", T_BOOL, 1, "autoclear flag set" },
+	[C_BACK_FILE]	= { "BACK-FILE", T_STR, 0, "device backing file" },
+	[C_BACK_INO]	= { "BACK-INO", T_NUM, 1, "backing file inode number" },
+	[C_BACK_MAJMIN]	= { "BACK-MAJ:MIN", T_STR, 1,
+			    "backing file major:minor device number" },
+	[C_MAJMIN]	= { "MAJ:MIN", T_STR, 1,
+			    "loop device major:minor number" },
+	[C_OFFSET]	= { "OFFSET", T_NUM, 1, "offset from the beginning" },
+	[C_PARTSCAN]	= { "PARTSCAN", T_BOOL, 1, "partscan flag set" },
+	[C_RO]		= { "RO", T_BOOL, 1, "read-only device" },
+	[C_SIZELIMIT]	= { "SIZELIMIT", T_NUM, 1,
+			    "size limit of the file in bytes" },
+	[C_DIO]		= { "DIO", T_BOOL, 1,
+			    "access backing file with direct-io" },
+	[C_LOG_SEC]	= { "LOG-SEC", T_NUM, 1,
+			    "logical sector size in bytes" },
+	[C_MODE]	= { "MODE", T_STR, 0,
+			    "dispatch mode (direct, kthread, aio, auto)" },
+	[C_INLINE]	= { "INLINE", T_NUM, 1,
+			    "requests run inline in queue_rq" },
+	[C_AIO_INLINE]	= { "AIO-INLINE", T_NUM, 1,
+			    "aio requests done on submission" },
+	[C_AIO_ASYNC]	= { "AIO-ASYNC", T_NUM, 1,
+			    "aio requests completed later" },
+	[C_KTHREAD]	= { "KTHREAD", T_NUM, 1,
+			    "requests run by the kthread" },
+	[C_FALLBACKS]	= { "FALLBACKS", T_NUM, 1,
+			    "requests sent to the kthread, all reasons" },
+	[C_FB_STACK]	= { "FB-STACK", T_NUM, 1, "fallbacks: too little stack" },
+	[C_FB_JOURNAL]	= { "FB-JOURNAL", T_NUM, 1,
+			    "fallbacks: inside a journal transaction" },
+	[C_FB_RECLAIM]	= { "FB-RECLAIM", T_NUM, 1,
+			    "fallbacks: submitter in memory reclaim" },
+	[C_FB_NESTED]	= { "FB-NESTED", T_NUM, 1,
+			    "fallbacks: nested loopmq or NOIO scope" },
+	[C_FB_OP]	= { "FB-OP", T_NUM, 1,
+			    "fallbacks: flush, discard, write-zeroes" },
+	[C_FB_EAGAIN]	= { "FB-EAGAIN", T_NUM, 1,
+			    "fallbacks: NOWAIT would have blocked" },
+	[C_FB_ADAPTIVE]	= { "FB-ADAPTIVE", T_NUM, 1,
+			    "fallbacks: recent NOWAIT writes blocked" },
+	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups" },
+	[C_PEAK_INFLIGHT] = { "PEAK-INFLIGHT", T_NUM, 1,
+			      "most requests in flight" },
+	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error" },
+};
+
+static const enum col_id default_columns[] = {
+	C_NAME, C_SIZELIMIT, C_OFFSET, C_AUTOCLEAR, C_RO, C_BACK_FILE, C_DIO,
+	C_LOG_SEC, C_MODE,
+};
+
+struct cell {
+	int		null;
+	char		str[PATH_MAX + 32];
+	uint64_t	num;
+	int		b;
+};
+
+static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
+{
+	const struct loopmq_stats *st = &in->stats;
+	int need_bound = 1, need_stats = 0, i;
+
+	memset(v, 0, sizeof(*v));
+	switch (c) {
+	case C_NAME:
+		snprintf(v->str, sizeof(v->str), "%s", in->path);
+		need_bound = 0;
+		break;
+	case C_MAJMIN:
+		snprintf(v->str, sizeof(v->str), "%u:%u", in->maj, in->min);
+		need_bound = 0;
+		break;
+	case C_RO:
+		v->b = in->ro;
+		need_bound = 0;
+		break;
+	case C_LOG_SEC:
+		v->num = in->log_sec;
+		v->null = !in->log_sec;
+		need_bound = 0;
+		break;
+	case C_MODE:
+		snprintf(v->str, sizeof(v->str), "%s",
+			 lmq_mode_name(in->mode) ? lmq_mode_name(in->mode) : "?");
+		v->null = !in->have_mode;
+		need_bound = 0;
+		break;
+	case C_AUTOCLEAR:
+		v->b = in->autoclear;
+		break;
+	case C_PARTSCAN:
+		v->b = in->partscan;
+		break;
+	case C_DIO:
+		v->b = in->dio;
+		break;
+	case C_BACK_FILE:
+		snprintf(v->str, sizeof(v->str), "%s", in->back_file);
+		break;
+	case C_BACK_INO:
+		v->num = in->back_ino;
+		break;
+	case C_BACK_MAJMIN:
+		snprintf(v->str, sizeof(v->str), "%u:%u", in->back_maj,
+			 in->back_min);
+		break;
+	case C_OFFSET:
+		v->num = in->offset;
+		break;
+	case C_SIZELIMIT:
+		v->num = in->sizelimit;
+		break;
+	case C_INLINE: case C_AIO_INLINE: case C_AIO_ASYNC: case C_KTHREAD:
+		v->num = st->path[LOOPMQ_PATH_INLINE + (c - C_INLINE)];
+		need_stats = 1;
+		break;
+	case C_FALLBACKS:
+		for (i = 0; i < LOOPMQ_FB_NR; i++)
+			v->num += st->fallback[i];
+		need_stats = 1;
+		break;
+	case C_FB_STACK: case C_FB_JOURNAL: case C_FB_RECLAIM:
+	case C_FB_NESTED: case C_FB_OP: case C_FB_EAGAIN: case C_FB_ADAPTIVE:
+		v->num = st->fallback[LOOPMQ_FB_STACK + (c - C_FB_STACK)];
+		need_stats = 1;
+		break;
+	case C_WAKEUPS:
+		v->num = st->kthread_wakeups;
+		need_stats = 1;
+		break;
+	case C_PEAK_INFLIGHT:
+		v->num = st->peak_inflight;
+		need_stats = 1;
+		break;
+	case C_ERRORS:
+		v->num = st->errors;
+		need_stats = 1;
+		break;
+	case C_NR:
+		break;
+	}
+	if (need_stats) {
+		need_bound = 0;
+		v->null = !in->have_stats;
+	}
+	if (need_bound && !in->bound) {
+		/* like losetup: flags of an unbound device read as 0 */
+		if (columns[c].type == T_BOOL)
+			v->b = 0;
+		else
+			v->null = 1;
+	}
+	if (!v->null && columns[c].type == T_NUM)
+		snprintf(v->str, sizeof(v->str), "%" PRIu64, v->num);
+	else if (!v->null && columns[c].type == T_BOOL)
+		snprintf(v->str, sizeof(v->str), "%d", v->b);
+	else if (v->null)
+		v->str[0] = '\0';
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+struct outfmt {
+	int	json, raw, noheadings;
+	int	ncols;
+	enum col_id cols[C_NR * 2];
+};
+
+/* Safe text for the table: non-printable bytes (and in raw mode blanks
+ * and backslashes) as \xNN. */
+static void encode(const char *s, int raw, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 5 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f || (raw && (c == ' ' || c == '\\')))
+			o += snprintf(out + o, len - o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_key(const char *name)
+{
+	char key[64];
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < sizeof(key); i++)
+		key[i] = (char)tolower((unsigned char)name[i]);
+	key[i] = '\0';
+	json_string(key);
+	fputs(": ", stdout);
+}
+
+static void print_json(const struct outfmt *f, const struct lmq_info *infos,
+		       int n)
+{
+	struct cell v;
+	int i, j;
+
+	printf("{\n   \"loopdevices\": [\n");
+	if (!n)
+		printf("\n");
+	for (i = 0; i < n; i++) {
+		printf("      {\n");
+		for (j = 0; j < f->ncols; j++) {
+			enum col_id c = f->cols[j];
+
+			get_cell(&infos[i], c, &v);
+			printf("         ");
+			json_key(columns[c].name);
+			if (v.null)
+				fputs("null", stdout);
+			else if (columns[c].type == T_STR)
+				json_string(v.str);
+			else if (columns[c].type == T_BOOL)
+				fputs(v.b ? "true" : "false", stdout);
+			else
+				printf("%" PRIu64, v.num);
+			printf("%s\n", j + 1 < f->ncols ? "," : "");
+		}
+		printf("      }%s\n", i + 1 < n ? "," : "");
+	}
+	printf("   ]\n}\n");
+}
+
+static void print_table(const struct outfmt *f, const struct lmq_info *infos,
+			int n)
+{
+	size_t width[C_NR * 2], enc_len = 4 * (PATH_MAX + 32);
+	char *cells, *enc;
+	struct cell v;
+	int i, j;
+
+	if (!n && !f->json)
+		return;	/* like losetup: nothing at all */
+	cells = calloc((size_t)n * f->ncols + 1, enc_len);
+	enc = malloc(enc_len);
+	if (!cells || !enc) {
+		error_at(NULL, ENOMEM, "cannot format output");
+		exit(1);
+	}
+	for (j = 0; j < f->ncols; j++)
+		width[j] = f->noheadings ? 0 : strlen(columns[f->cols[j]].name);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < f->ncols; j++) {
+			char *cell = cells + ((size_t)i * f->ncols + j) * enc_len;
+
+			get_cell(&infos[i], f->cols[j], &v);
+			encode(v.str, f->raw, cell, enc_len);
+			if (strlen(cell) > width[j])
+				width[j] = strlen(cell);
+		}
+	for (i = f->noheadings ? 0 : -1; i < n; i++) {
+		char *line = NULL;
+		size_t llen = 0;
+		FILE *m = open_memstream(&line, &llen);
+
+		if (!m) {
+			error_at(NULL, ENOMEM, "cannot format output");
+			exit(1);
+		}
+		for (j = 0; j < f->ncols; j++) {
+			const struct column *col = &columns[f->cols[j]];
+			const char *s = i < 0 ? col->name :
+				cells + ((size_t)i * f->ncols + j) * enc_len;
+			int last = j + 1 == f->ncols;
+
+			if (f->raw)
+				fprintf(m, "%s%s", s, last ? "" : " ");
+			else if (col->right)
+				fprintf(m, "%*s%s", (int)width[j], s,
+					last ? "" : " ");
+			else
+				fprintf(m, "%-*s%s", (int)width[j], s,
+					last ? "" : " ");
+		}
+		fclose(m);
+		/* no trailing blanks when the last cells are empty */
+		while (llen && line[llen - 1] == ' ' && !f->raw)
+			line[--llen] = '\0';
+		printf("%s\n", line);
+		free(line);
+	}
+	free(cells);
+	free(enc);
+}
+
+/* losetup's classic one-line format */
+static void print_oldstyle(const struct lmq_info *in)
+{
+	printf("%s: [%04" PRIu64 "]:%" PRIu64 " (%s)", in->path, in->back_devno,
+	       in->back_ino, in->back_file);
+	if (in->offset)
+		printf(", offset %" PRIu64, in->offset);
+	if (in->sizelimit)
+		printf(", sizelimit %" PRIu64, in->sizelimit);
+	putchar('\n');
+}
+
+static int parse_columns(const char *spec, struct outfmt *f)
+{
+	char *copy, *tok, *save = NULL;
+	int c, rc = 0;
+
+	if (*spec == '+') {
+		spec++;
+	} else {
+		f->ncols = 0;
+	}
+	copy = strdup(spec);
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (c = 0; c < C_NR; c++)
+			if (!strcasecmp(tok, columns[c].name))
+				break;
+		if (c == C_NR) {
+			error_at(NULL, 0, "unknown column: %s", tok);
+			rc = -1;
+			break;
+		}
+		if (f->ncols >= (int)(sizeof(f->cols) / sizeof(f->cols[0]))) {
+			error_at(NULL, 0, "too many columns: %s", spec);
+			rc = -1;
+			break;
+		}
+		f->cols[f->ncols++] = (enum col_id)c;
+	}
+	if (!rc && !f->ncols) {
+		error_at(NULL, 0, "no columns given in '%s'", spec);
+		rc = -1;
+	}
+	free(copy);
+	return rc;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+enum {
+	OPT_SIZELIMIT = 0x100, OPT_SHOW, OPT_DIO, OPT_RAW, OPT_OUTPUT_ALL,
+	OPT_MODE, OPT_STATS, OPT_RESET_STATS,
+};
+
+static const struct option longopts[] = {
+	{ "all",		no_argument,		NULL, 'a' },
+	{ "sector-size",	required_argument,	NULL, 'b' },
+	{ "set-capacity",	no_argument,		NULL, 'c' },
+	{ "detach",		no_argument,		NULL, 'd' },
+	{ "detach-all",		no_argument,		NULL, 'D' },
+	{ "find",		no_argument,		NULL, 'f' },
+	{ "help",		no_argument,		NULL, 'h' },
+	{ "associated",		required_argument,	NULL, 'j' },
+	{ "json",		no_argument,		NULL, 'J' },
+	{ "list",		no_argument,		NULL, 'l' },
+	{ "noheadings",		no_argument,		NULL, 'n' },
+	{ "offset",		required_argument,	NULL, 'o' },
+	{ "output",		required_argument,	NULL, 'O' },
+	{ "output-all",		no_argument,		NULL, OPT_OUTPUT_ALL },
+	{ "sizelimit",		required_argument,	NULL, OPT_SIZELIMIT },
+	{ "partscan",		no_argument,		NULL, 'P' },
+	{ "read-only",		no_argument,		NULL, 'r' },
+	{ "direct-io",		optional_argument,	NULL, OPT_DIO },
+	{ "raw",		no_argument,		NULL, OPT_RAW },
+	{ "show",		no_argument,		NULL, OPT_SHOW },
+	{ "verbose",		no_argument,		NULL, 'v' },
+	{ "version",		no_argument,		NULL, 'V' },
+	{ "mode",		required_argument,	NULL, OPT_MODE },
+	{ "stats",		no_argument,		NULL, OPT_STATS },
+	{ "reset-stats",	no_argument,		NULL, OPT_RESET_STATS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(void)
+{
+	int c;
+
+	printf("\nUsage:\n"
+	       " %1$s [options] [<loopmqdev>]\n"
+	       " %1$s [options] -f | <loopmqdev> <file>\n"
+	       "\nSet up and control loopmq devices (losetup's interface).\n"
+	       "A device is /dev/loopmqN, loopmqN or N.\n"
+	       "\nOptions:\n"
+	       " -a, --all                     list all used devices\n"
+	       " -d, --detach <loopmqdev>...   detach one or more devices\n"
+	       " -D, --detach-all              detach all used devices\n"
+	       " -f, --find                    find first unused device\n"
+	       " -c, --set-capacity <loopmqdev> resize the device\n"
+	       " -j, --associated <file>       list all devices associated with <file>\n"
+	       "\n"
+	       " -o, --offset <num>            start at offset <num> into file\n"
+	       "     --sizelimit <num>         device is limited to <num> bytes of the file\n"
+	       " -b, --sector-size <num>       set the logical sector size to <num>\n"
+	       " -P, --partscan                create a partitioned loop device\n"
+	       " -r, --read-only               set up a read-only loop device\n"
+	       "     --direct-io[=<on|off>]    open backing file with O_DIRECT\n"
+	       "     --mode <mode>             dispatch mode: direct, kthread, aio, auto\n"
+	       "     --show                    print device name after setup (with -f)\n"
+	       " -v, --verbose                 verbose mode\n"
+	       "\n"
+	       "     --stats [<loopmqdev>...]  print per-path counters and fallback reasons\n"
+	       "     --reset-stats <loopmqdev>... zero the counters\n"
+	       "\n"
+	       " -J, --json                    use JSON --list output format\n"
+	       " -l, --list                    list info about all or specified (default)\n"
+	       " -n, --noheadings              don't print headings for --list output\n"
+	       " -O, --output <cols>           specify columns to output for --list\n"
+	       "     --output-all              output all columns\n"
+	       "     --raw                     use raw --list output format\n"
+	       "\n"
+	       " -h, --help                    display this help\n"
+	       " -V, --version                 display version\n"
+	       "\nAvailable output columns:\n", prog);
+	for (c = 0; c < C_NR; c++)
+		printf(" %13s  %s\n", columns[c].name, columns[c].help);
+	printf("\nSizes accept K, M, G, T, P, E (KiB, MiB ...: powers of 1024)"
+	       " and KB, MB ... (powers of 1000).\n"
+	       "\nFor more details see loopmqctl(8) and loopmq(4).\n");
+}
+
+enum action {
+	A_NONE, A_FIND, A_DETACH, A_DETACH_ALL, A_CAPACITY, A_ASSOC, A_ALL,
+	A_STATS, A_RESET,
+	/* decided after parsing */
+	A_ATTACH, A_SET, A_LIST, A_SHOW_ONE, A_PRINT_FREE,
+};
+
+static const char *const action_opt[] = {
+	[A_FIND] = "--find", [A_DETACH] = "--detach",
+	[A_DETACH_ALL] = "--detach-all", [A_CAPACITY] = "--set-capacity",
+	[A_ASSOC] = "--associated", [A_ALL] = "--all", [A_STATS] = "--stats",
+	[A_RESET] = "--reset-stats",
+};
+
+struct opts {
+	enum action	act;
+	int		list, json, raw, noheadings, output_all, verbose;
+	const char	*output;
+	const char	*assoc;
+	int		show, ro, partscan;
+	int		have_offset, have_sizelimit, have_bs, have_dio, have_mode;
+	uint64_t	offset, sizelimit;
+	unsigned int	bs;
+	int		dio, mode;
+};
+
+static int set_action(struct opts *o, enum action a)
+{
+	if (o->act != A_NONE && o->act != a) {
+		error_at(NULL, 0, "options %s and %s are mutually exclusive",
+			 action_opt[o->act], action_opt[a]);
+		return -1;
+	}
+	o->act = a;
+	return 0;
+}
+
+static int parse_number(const char *what, const char *arg, uint64_t *v)
+{
+	int r = lmq_parse_size(arg, v);
+
+	if (r == -ERANGE) {
+		error_at(NULL, ERANGE, "invalid %s '%s'", what, arg);
+		return -1;
+	}
+	if (r) {
+		error_at(NULL, 0, "invalid %s '%s': not a non-negative number",
+			 what, arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- validation helpers ------------------------------------------------ */
+
+/*
+ * Resolve a device argument to an index and its /dev path, and check that
+ * the node exists; report failure.
+ */
+static int resolve_device(const char *arg, int *index, char *path)
+{
+	struct stat st;
+	int r = lmq_parse_device(arg, index);
+
+	if (r == -ENODEV) {
+		error_at(arg, 0, "not a %s device (expected /dev/%sN, %sN or N)",
+			 lmq_prefix(), lmq_prefix(), lmq_prefix());
+		return -1;
+	}
+	if (r) {
+		error_at(arg, -r, "cannot open device");
+		return -1;
+	}
+	lmq_dev_path(*index, path, LMQ_NAME_MAX);
+	if (stat(path, &st) != 0) {
+		error_at(path, errno, "cannot open device");
+		return -1;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		error_at(path, 0, "cannot open device: not a block device");
+		return -1;
+	}
+	return 0;
+}
+
+/* The backing file is usable as asked; returns its size in *size. */
+static int check_backing_file(const struct opts *o, const char *file,
+			      uint64_t *size)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(file, &st) != 0) {
+		error_at(file, errno, "cannot open backing file");
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		error_at(file, EISDIR, "cannot use as backing file");
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		error_at(file, 0, "cannot use as backing file: "
+			 "not a regular file or block device");
+		return -1;
+	}
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		error_at(file, errno, "cannot open backing file for reading");
+		return -1;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t sz = 0;
+
+		if (ioctl(fd, BLKGETSIZE64, &sz) != 0) {
+			error_at(file, errno, "cannot get size");
+			close(fd);
+			return -1;
+		}
+		*size = sz;
+	} else {
+		*size = (uint64_t)st.st_size;
+	}
+	close(fd);
+	if (!o->ro) {
+		fd = open(file, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+
+			fflush(stdout);
+			fprintf(stderr, "%s: %s: cannot open backing file "
+				"read-write: %s%s\n", prog, file, strerror(e),
+				(e == EACCES || e == EROFS || e == EPERM) ?
+				" (use -r/--read-only to attach it read-only)" :
+				"");
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* ---- actions ----------------------------------------------------------- */
+
+static int do_attach(const struct opts *o, const char *devarg,
+		     const char *file)
+{
+	struct lmq_attach a;
+	struct lmq_info in;
+	uint64_t size = 0;
+	const char *step = "";
+	char path[LMQ_NAME_MAX];
+	int index = -1, r, tries;
+
+	/* everything is checked before a device is touched */
+	if (check_backing_file(o, file, &size))
+		return 1;
+	if (o->have_offset && o->offset && o->offset >= size) {
+		error_at(file, 0, "offset %" PRIu64 " is past the end of the "
+			 "file (size %" PRIu64 ")", o->offset, size);
+		return 1;
+	}
+	if (o->have_sizelimit && o->sizelimit &&
+	    o->offset > UINT64_MAX - o->sizelimit) {
+		error_at(file, ERANGE, "offset + sizelimit");
+		return 1;
+	}
+	if (devarg) {
+		if (resolve_device(devarg, &index, path))
+			return 1;
+		r = lmq_is_bound(index);
+		if (r < 0) {
+			error_at(path, -r, "cannot get status");
+			return 1;
+		}
+		if (r > 0) {
+			lmq_get_info(index, &in);
+			error_at(path, EBUSY, "attach failed (bound to %s)",
+				 in.back_file);
+			return 1;
+		}
+	} else {
+		r = lmq_control_open();
+		if (r < 0) {
+			error_at(lmq_control_path(), -r,
+				 "cannot open control device");
+			return 1;
+		}
+		close(r);
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.file = file;
+	a.offset = o->offset;
+	a.sizelimit = o->sizelimit;
+	a.block_size = o->have_bs ? o->bs : 0;
+	a.read_only = o->ro;
+	a.partscan = o->partscan;
+	a.direct_io = o->have_dio && o->dio;
+	a.mode = o->have_mode ? o->mode : -1;
+
+	for (tries = 0; ; tries++) {
+		if (!devarg) {
+			index = lmq_find_free();
+			if (index < 0) {
+				error_at(lmq_control_path(), -index,
+					 "cannot find an unused %s device",
+					 lmq_prefix());
+				return 1;
+			}
+		}
+		lmq_dev_path(index, path, sizeof(path));
+		r = lmq_attach(index, &a, &step);
+		/* -f races with other users: take the next free one */
+		if (r == -EBUSY && !devarg && tries < 16)
+			continue;
+		break;
+	}
+	if (r) {
+		if (!strcmp(step, "open backing file"))
+			error_at(file, -r, "cannot open backing file");
+		else if (!strcmp(step, "open device"))
+			error_at(path, -r, "cannot open device");
+		else if (!strcmp(step, "attach"))
+			error_at(path, -r, "attach failed");
+		else
+			error_at(path, -r, "%s failed (device detached again)",
+				 step);
+		return 1;
+	}
+	if (a.direct_io && lmq_get_info(index, &in) == 0 && !in.dio)
+		fprintf(stderr, "%s: %s: warning: direct I/O not enabled "
+			"(the backing file does not support it)\n", prog, path);
+	if (o->show)
+		printf("%s\n", path);
+	return 0;
+}
+
+static int do_set(const struct opts *o, const char *devarg)
+{
+	char path[LMQ_NAME_MAX];
+	int index, r;
+
+	if (resolve_device(devarg, &index, path))
+		return 1;
+	if (o->have_bs) {
+		r = lmq_set_block_size(index, o->bs);
+		if (r) {
+			error_at(path, -r, "set sector size failed");
+			return 1;
+		}
+	}
+	if (o->have_dio) {
+		r = lmq_set_direct_io(index, o->dio);
+		if (r) {
+			error_at(path, -r, "set direct-io failed");
+			return 1;
+		}
+	}
+	if (o->have_mode) {
+		r = lmq_set_mode(index, (unsigned int)o->mode);
+		if (r) {
+			error_at(path, -r, "set mode failed");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int do_detach(int argc, char **argv)
+{
+	char path[LMQ_NAME_MAX];
+	int i, index, r, rc = 0;
+
+	for (i = 0; i < argc; i++) {
+		if (resolve_device(argv[i], &index, path)) {
+			rc = 1;
+			continue;
+		}
+		r = lmq_detach(index);
+		if (r) {
+			error_at(path, -r, "detach failed");
+			rc = 1;
+		}
+	}
+	return rc;
+}
+
+/* Indexes of bound devices. */
+static int bound_devices(int **list, int *n)
+{
+	int *all, count, i, k = 0, r;
+
+	r = lmq_list(&all, &count);
+	if (r) {
+		error_at("/sys/block", -r, "cannot list devices");
+		return -1;
+	}
+	for (i = 0; i < count; i++)
+		if (lmq_is_bound(all[i]) == 1)
+			all[k++] = all[i];
+	*list = all;
+	*n = k;
+	return 0;
+}
+
+static int do_detach_all(void)
+{
+	char path[LMQ_NAME_MAX];
+	int *list, n, i, r, rc = 0;
+
+	if (bound_devices(&list, &n))
+		return 1;
+	for (i = 0; i < n; i++) {
+		r = lmq_detach(list[i]);
+		if (r) {
+			lmq_dev_path(list[i], path, sizeof(path));
+			error_at(path, -r, "detach failed");
+			rc = 1;
+		}
+	}
+	free(list);
+	return rc;
+}
+
+static int do_capacity(const char *devarg)
+{
+	char path[LMQ_NAME_MAX];
+	int index, r;
+
+	if (resolve_device(devarg, &index, path))
+		return 1;
+	r = lmq_set_capacity(index);
+	if (r) {
+		error_at(path, -r, "set capacity failed");
+		return 1;
+	}
+	return 0;
+}
+
+static int do_print_free(void)
+{
+	char path[LMQ_NAME_MAX];
+	int index = lmq_find_free();
+
+	if (index < 0) {
+		error_at(lmq_control_path(), -index,
+			 "cannot find an unused %s device", lmq_prefix());
+		return 1;
+	}
+	lmq_dev_path(index, path, sizeof(path));
+	printf("%s\n", path);
+	return 0;
+}
+
+static void emit(const struct opts *o, const struct outfmt *f,
+		 const struct lmq_info *infos, int n)
+{
+	int i;
+
+	if (f->json)
+		print_json(f, infos, n);
+	else if (o->list)
+		print_table(f, infos, n);
+	else
+		for (i = 0; i < n; i++)
+			if (infos[i].bound)
+				print_oldstyle(&infos[i]);
+}
+
+/*
+ * List devices: the ones named on the command line (unbound ones too with
+ * -l, an error without), else every bound one (filtered by -j).
+ */
+static int do_list(const struct opts *o, const struct outfmt *f,
+		   int argc, char **argv)
+{
+	struct lmq_info *infos;
+	struct stat fst;
+	int *list = NULL, n = 0, i, k = 0, r, rc = 0;
+
+	if (o->assoc && stat(o->assoc, &fst) != 0) {
+		error_at(o->assoc, errno, "cannot stat");
+		return 1;
+	}
+	if (argc) {
+		list = calloc((size_t)argc, sizeof(*list));
+		if (!list)
+			return 1;
+		for (i = 0; i < argc; i++) {
+			char path[LMQ_NAME_MAX];
+
+			if (resolve_device(argv[i], &list[n], path)) {
+				rc = 1;
+				continue;
+			}
+			n++;
+		}
+	} else if (bound_devices(&list, &n)) {
+		return 1;
+	}
+	infos = calloc((size_t)n + 1, sizeof(*infos));
+	if (!infos) {
+		free(list);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		char path[LMQ_NAME_MAX];
+
+		r = lmq_get_info(list[i], &infos[k]);
+		lmq_dev_path(list[i], path, sizeof(path));
+		if (r) {
+			error_at(path, -r, "cannot get status");
+			rc = 1;
+			continue;
+		}
+		if (argc && !o->list && !f->json && !infos[k].bound) {
+			error_at(path, ENXIO, "cannot get status");
+			rc = 1;
+			continue;
+		}
+		if (o->assoc &&
+		    (!infos[k].bound || infos[k].back_ino != fst.st_ino ||
+		     infos[k].back_maj != major(fst.st_dev) ||
+		     infos[k].back_min != minor(fst.st_dev) ||
+		     (o->have_offset && infos[k].offset != o->offset)))
+			continue;
+		k++;
+	}
+	emit(o, f, infos, k);
+	free(infos);
+	free(list);
+	return rc;
+}
+
+static int do_stats(const struct opts *o, int argc, char **argv)
+{
+	struct {
+		char path[LMQ_NAME_MAX];
+		struct loopmq_stats st;
+	} *rows;
+	int *list = NULL, n = 0, i, j, k = 0, r, rc = 0;
+
+	if (argc) {
+		list = calloc((size_t)argc, sizeof(*list));
+		if (!list)
+			return 1;
+		for (i = 0; i < argc; i++) {
+			char path[LMQ_NAME_MAX];
+
+			if (resolve_device(argv[i], &list[n], path)) {
+				rc = 1;
+				continue;
+			}
+			n++;
+		}
+	} else if (bound_devices(&list, &n)) {
+		return 1;
+	}
+	rows = calloc((size_t)n + 1, sizeof(*rows));
+	if (!rows) {
+		free(list);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		lmq_dev_path(list[i], rows[k].path, sizeof(rows[k].path));
+		r = lmq_get_stats(list[i], &rows[k].st);
+		if (r) {
+			error_at(rows[k].path, -r, "cannot read statistics");
+			rc = 1;
+			continue;
+		}
+		k++;
+	}
+	if (o->json) {
+		printf("{\n   \"loopdevices\": [\n");
+		if (!k)
+			printf("\n");
+		for (i = 0; i < k; i++) {
+			const struct loopmq_stats *st = &rows[i].st;
+			const char *m = lmq_mode_name(st->mode);
+
+			printf("      {\n         \"name\": ");
+			json_string(rows[i].path);
+			printf(",\n         \"mode\": ");
+			json_string(m ? m : "?");
+			printf(",\n         \"paths\": {");
+			for (j = 0; j < LOOPMQ_PATH_NR; j++)
+				printf("%s\"%s\": %" PRIu64, j ? ", " : "",
+				       lmq_path_names[j], (uint64_t)st->path[j]);
+			printf("},\n         \"fallbacks\": {");
+			for (j = 0; j < LOOPMQ_FB_NR; j++)
+				printf("%s\"%s\": %" PRIu64, j ? ", " : "",
+				       lmq_fallback_names[j],
+				       (uint64_t)st->fallback[j]);
+			printf("},\n         \"kthread_wakeups\": %" PRIu64
+			       ",\n         \"peak_inflight\": %" PRIu64
+			       ",\n         \"errors\": %" PRIu64 "\n      }%s\n",
+			       (uint64_t)st->kthread_wakeups,
+			       (uint64_t)st->peak_inflight,
+			       (uint64_t)st->errors, i + 1 < k ? "," : "");
+		}
+		printf("   ]\n}\n");
+	} else {
+		const char *sep = o->raw ? " " : "  ";
+		int w = o->raw ? 0 : (int)strlen("DEVICE");
+
+		for (i = 0; i < k; i++)
+			if ((int)strlen(rows[i].path) > w && !o->raw)
+				w = (int)strlen(rows[i].path);
+		if (!o->noheadings && k)
+			printf("%-*s%s%-*s%s%s\n", w, "DEVICE", sep,
+			       o->raw ? 0 : 15, "COUNTER", sep, "VALUE");
+		for (i = 0; i < k; i++) {
+			const struct loopmq_stats *st = &rows[i].st;
+			const char *m = lmq_mode_name(st->mode);
+			char name[32];
+
+#define ROW(label, fmt, val) \
+	printf("%-*s%s%-*s%s" fmt "\n", w, rows[i].path, sep, \
+	       o->raw ? 0 : 15, label, sep, val)
+			ROW("mode", "%s", m ? m : "?");
+			for (j = 0; j < LOOPMQ_PATH_NR; j++)
+				ROW(lmq_path_names[j], "%" PRIu64,
+				    (uint64_t)st->path[j]);
+			for (j = 0; j < LOOPMQ_FB_NR; j++) {
+				snprintf(name, sizeof(name), "fb_%s",
+					 lmq_fallback_names[j]);
+				ROW(name, "%" PRIu64, (uint64_t)st->fallback[j]);
+			}
+			ROW("kthread_wakeups", "%" PRIu64,
+			    (uint64_t)st->kthread_wakeups);
+			ROW("peak_inflight", "%" PRIu64,
+			    (uint64_t)st->peak_inflight);
+			ROW("errors", "%" PRIu64, (uint64_t)st->errors);
+#undef ROW
+		}
+	}
+	free(rows);
+	free(list);
+	return rc;
+}
+
+static int do_reset(int argc, char **argv)
+{
+	char path[LMQ_NAME_MAX];
+	int i, index, r, rc = 0;
+
+	for (i = 0; i < argc; i++) {
+		if (resolve_device(argv[i], &index, path)) {
+			rc = 1;
+			continue;
+		}
+		r = lmq_reset_stats(index);
+		if (r) {
+			error_at(path, -r, "reset statistics failed");
+			rc = 1;
+		}
+	}
+	return rc;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static int reject(const char *opt, const char *need)
+{
+	error_at(NULL, 0, "option %s is only allowed %s", opt, need);
+	try_help();
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct outfmt f;
+	uint64_t v;
+	int c, nargs, i;
+	char **args;
+
+	memset(&o, 0, sizeof(o));
+	memset(&f, 0, sizeof(f));
+	for (i = 0; i < (int)(sizeof(default_columns) / sizeof(default_columns[0])); i++)
+		f.cols[f.ncols++] = default_columns[i];
+
+	while ((c = getopt_long(argc, argv, "ab:cdDfhj:JlnO:o:PrvV", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			if (set_action(&o, A_ALL))
+				return 1;
+			break;
+		case 'b':
+			if (parse_number("sector size", optarg, &v))
+				return 1;
+			if (v != 512 && v != 1024 && v != 2048 && v != 4096) {
+				error_at(NULL, 0, "invalid sector size '%s': "
+					 "must be 512, 1024, 2048 or 4096",
+					 optarg);
+				return 1;
+			}
+			o.have_bs = 1;
+			o.bs = (unsigned int)v;
+			break;
+		case 'c':
+			if (set_action(&o, A_CAPACITY))
+				return 1;
+			break;
+		case 'd':
+			if (set_action(&o, A_DETACH))
+				return 1;
+			break;
+		case 'D':
+			if (set_action(&o, A_DETACH_ALL))
+				return 1;
+			break;
+		case 'f':
+			if (set_action(&o, A_FIND))
+				return 1;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		case 'j':
+			if (set_action(&o, A_ASSOC))
+				return 1;
+			o.assoc = optarg;
+			break;
+		case 'J':
+			o.json = 1;
+			break;
+		case 'l':
+			o.list = 1;
+			break;
+		case 'n':
+			o.noheadings = 1;
+			break;
+		case 'O':
+			if (o.output) {
+				error_at(NULL, 0, "option --output given twice");
+				return 1;
+			}
+			o.output = optarg;
+			if (parse_columns(optarg, &f))
+				return 1;
+			break;
+		case 'o':
+			if (parse_number("offset", optarg, &o.offset))
+				return 1;
+			o.have_offset = 1;
+			break;
+		case OPT_SIZELIMIT:
+			if (parse_number("sizelimit", optarg, &o.sizelimit))
+				return 1;
+			o.have_sizelimit = 1;
+			break;
+		case 'P':
+			o.partscan = 1;
+			break;
+		case 'r':
+			o.ro = 1;
+			break;
+		case OPT_DIO:
+			if (!optarg || !strcmp(optarg, "on") ||
+			    !strcmp(optarg, "1")) {
+				o.dio = 1;
+			} else if (!strcmp(optarg, "off") ||
+				   !strcmp(optarg, "0")) {
+				o.dio = 0;
+			} else {
+				error_at(NULL, 0, "invalid --direct-io argument "
+					 "'%s' (expected on or off)", optarg);
+				return 1;
+			}
+			o.have_dio = 1;
+			break;
+		case OPT_RAW:
+			o.raw = 1;
+			break;
+		case OPT_OUTPUT_ALL:
+			o.output_all = 1;
+			break;
+		case OPT_SHOW:
+			o.show = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'V':
+			printf("%s from loopmq %s\n", prog, LOOPMQ_VERSION);
+			return 0;
+		case OPT_MODE:
+			o.mode = lmq_mode_parse(optarg);
+			if (o.mode < 0) {
+				error_at(NULL, 0, "unknown mode '%s' (expected "
+					 "direct, kthread, aio or auto)", optarg);
+				return 1;
+			}
+			o.have_mode = 1;
+			break;
+		case OPT_STATS:
+			if (set_action(&o, A_STATS))
+				return 1;
+			break;
+		case OPT_RESET_STATS:
+			if (set_action(&o, A_RESET))
+				return 1;
+			break;
+		default:
+			try_help();
+			return 1;
+		}
+	}
+	args = argv + optind;
+	nargs = argc - optind;
+
+	/* output format */
+	if (o.json && o.raw) {
+		error_at(NULL, 0, "options --json and --raw are mutually exclusive");
+		return 1;
+	}
+	if (o.output && o.output_all) {
+		error_at(NULL, 0, "options --output and --output-all are "
+			 "mutually exclusive");
+		return 1;
+	}
+	if (o.output_all) {
+		f.ncols = 0;
+		for (i = 0; i < C_NR; i++)
+			f.cols[f.ncols++] = (enum col_id)i;
+	}
+	f.json = o.json;
+	f.raw = o.raw;
+	f.noheadings = o.noheadings;
+	/* any list-format option means --list */
+	if (o.json || o.raw || o.noheadings || o.output || o.output_all)
+		o.list = 1;
+
+	/* decide what to do */
+	switch (o.act) {
+	case A_NONE:
+		if (o.list || (nargs == 0 && !o.have_offset &&
+			       !o.have_sizelimit && !o.have_bs &&
+			       !o.have_dio && !o.have_mode && !o.ro &&
+			       !o.partscan && !o.show))
+			o.act = nargs ? A_SHOW_ONE : A_LIST;
+		else if (nargs == 2)
+			o.act = A_ATTACH;
+		else if (nargs == 1 && (o.have_bs || o.have_dio ||
+					 o.have_mode))
+			o.act = A_SET;
+		else if (nargs == 1)
+			o.act = A_SHOW_ONE;
+		else if (nargs == 0) {
+			error_at(NULL, 0, "no device or file given");
+			try_help();
+			return 1;
+		} else {
+			error_at(NULL, 0, "too many arguments");
+			try_help();
+			return 1;
+		}
+		break;
+	case A_FIND:
+		if (nargs > 1) {
+			error_at(NULL, 0, "option --find takes at most one "
+				 "file (no device)");
+			try_help();
+			return 1;
+		}
+		o.act = nargs ? A_ATTACH : A_PRINT_FREE;
+		break;
+	case A_DETACH: case A_RESET:
+		if (!nargs) {
+			error_at(NULL, 0, "option %s needs a device",
+				 action_opt[o.act]);
+			try_help();
+			return 1;
+		}
+		break;
+	case A_CAPACITY:
+		if (nargs != 1) {
+			error_at(NULL, 0, "option --set-capacity needs exactly "
+				 "one device");
+			try_help();
+			return 1;
+		}
+		break;
+	case A_DETACH_ALL: case A_ASSOC: case A_ALL:
+		if (nargs) {
+			error_at(NULL, 0, "option %s takes no device or file",
+				 action_opt[o.act]);
+			try_help();
+			return 1;
+		}
+		break;
+	default:
+		break;
+	}
+
+	/* options that belong to other actions */
+	if (o.act != A_ATTACH) {
+		if (o.have_offset && o.act != A_ASSOC)
+			return reject("--offset", "when attaching a file "
+				      "(or with --associated)");
+		if (o.have_sizelimit)
+			return reject("--sizelimit", "when attaching a file");
+		if (o.ro)
+			return reject("--read-only", "when attaching a file");
+		if (o.partscan)
+			return reject("--partscan", "when attaching a file");
+		if (o.show)
+			return reject("--show", "when attaching a file");
+	}
+	if (o.act != A_ATTACH && o.act != A_SET) {
+		if (o.have_bs)
+			return reject("--sector-size",
+				      "when attaching a file or with one device");
+		if (o.have_dio)
+			return reject("--direct-io",
+				      "when attaching a file or with one device");
+		if (o.have_mode)
+			return reject("--mode",
+				      "when attaching a file or with one device");
+	}
+	if (o.list && o.act != A_LIST && o.act != A_SHOW_ONE &&
+	    o.act != A_ALL && o.act != A_ASSOC && o.act != A_STATS) {
+		const char *opt = o.json ? "--json" : o.raw ? "--raw" :
+			o.noheadings ? "--noheadings" : o.output ? "--output" :
+			o.output_all ? "--output-all" : "--list";
+
+		return reject(opt, "when listing devices");
+	}
+	if (o.act == A_STATS && (o.output || o.output_all))
+		return reject(o.output ? "--output" : "--output-all",
+			      "with --list");
+
+	switch (o.act) {
+	case A_ATTACH:
+		return do_attach(&o, nargs == 2 ? args[0] : NULL,
+				 args[nargs - 1]);
+	case A_SET:
+		return do_set(&o, args[0]);
+	case A_DETACH:
+		return do_detach(nargs, args);
+	case A_DETACH_ALL:
+		return do_detach_all();
+	case A_CAPACITY:
+		return do_capacity(args[0]);
+	case A_PRINT_FREE:
+		return do_print_free();
+	case A_STATS:
+		return do_stats(&o, nargs, args);
+	case A_RESET:
+		return do_reset(nargs, args);
+	case A_LIST:
+		/* "loopmqctl" alone lists like "loopmqctl -l" */
+		o.list = 1;
+		return do_list(&o, &f, 0, NULL);
+	case A_ALL: case A_ASSOC:
+		return do_list(&o, &f, 0, NULL);
+	case A_SHOW_ONE:
+		return do_list(&o, &f, nargs, args);
+	default:
+		return 1;
+	}
+}
