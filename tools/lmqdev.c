@@ -36,6 +36,7 @@ const char *const lmq_fallback_names[LOOPMQ_FB_NR] = {
 	[LOOPMQ_FB_OP]		= "op",
 	[LOOPMQ_FB_EAGAIN]	= "eagain",
 	[LOOPMQ_FB_ADAPTIVE]	= "adaptive",
+	[LOOPMQ_FB_NONOWAIT]	= "nonowait",
 };
 
 static const char *const mode_names[LOOPMQ_MODE_NR] = {
@@ -44,6 +45,18 @@ static const char *const mode_names[LOOPMQ_MODE_NR] = {
 	[LOOPMQ_MODE_AIO]	= "aio",
 	[LOOPMQ_MODE_AUTO]	= "auto",
 };
+
+const char *lmq_fallback_name(unsigned int reason)
+{
+	static char buf[LOOPMQ_STATS_FALLBACKS][16];
+
+	if (reason < LOOPMQ_FB_NR && lmq_fallback_names[reason])
+		return lmq_fallback_names[reason];
+	if (reason >= LOOPMQ_STATS_FALLBACKS)
+		return "?";
+	snprintf(buf[reason], sizeof(buf[reason]), "reason%u", reason);
+	return buf[reason];
+}
 
 const char *lmq_mode_name(unsigned int mode)
 {
@@ -319,7 +332,7 @@ static int stats_from_sysfs(const char *disk, struct loopmq_stats *st)
 				st->path[i] = v;
 		for (i = 0; i < LOOPMQ_FB_NR; i++)
 			if (!strncmp(name, "fb_", 3) &&
-			    !strcmp(name + 3, lmq_fallback_names[i]))
+			    !strcmp(name + 3, lmq_fallback_name(i)))
 				st->fallback[i] = v;
 		if (!strcmp(name, "kthread_wakeups"))
 			st->kthread_wakeups = v;
@@ -652,3 +665,4 @@ int lmq_parse_size(const char *s, uint64_t *out)
 	*out = (uint64_t)v * mult;
 	return 0;
 }
+

@@ -102,6 +102,7 @@ const char *lmq_mode_name(unsigned int mode);	/* NULL if unknown */
 int lmq_mode_parse(const char *s);		/* mode or -EINVAL */
 extern const char *const lmq_path_names[LOOPMQ_PATH_NR];
 extern const char *const lmq_fallback_names[LOOPMQ_FB_NR];
+const char *lmq_fallback_name(unsigned int reason);	/* never NULL */
 /*
  * Parse a non-negative size with an optional suffix: K, M, G, T, P, E
  * (also KiB, MiB ...) are powers of 1024; KB, MB ... powers of 1000.

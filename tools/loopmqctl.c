@@ -76,7 +76,7 @@ enum col_id {
 	C_MAJMIN, C_OFFSET, C_PARTSCAN, C_RO, C_SIZELIMIT, C_DIO, C_LOG_SEC,
 	C_MODE, C_INLINE, C_AIO_INLINE, C_AIO_ASYNC, C_KTHREAD, C_FALLBACKS,
 	C_FB_STACK, C_FB_JOURNAL, C_FB_RECLAIM, C_FB_NESTED, C_FB_OP,
-	C_FB_EAGAIN, C_FB_ADAPTIVE, C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
+	C_FB_EAGAIN, C_FB_ADAPTIVE, C_FB_NONOWAIT, C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_NR
 };
 
@@ -130,6 +130,8 @@ static const struct column columns[C_NR] = {
 			    "fallbacks: NOWAIT would have blocked" },
 	[C_FB_ADAPTIVE]	= { "FB-ADAPTIVE", T_NUM, 1,
 			    "fallbacks: recent NOWAIT writes blocked" },
+	[C_FB_NONOWAIT]	= { "FB-NONOWAIT", T_NUM, 1,
+			    "fallbacks: backing file cannot do NOWAIT" },
 	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups" },
 	[C_PEAK_INFLIGHT] = { "PEAK-INFLIGHT", T_NUM, 1,
 			      "most requests in flight" },
@@ -214,6 +216,7 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 		break;
 	case C_FB_STACK: case C_FB_JOURNAL: case C_FB_RECLAIM:
 	case C_FB_NESTED: case C_FB_OP: case C_FB_EAGAIN: case C_FB_ADAPTIVE:
+	case C_FB_NONOWAIT:
 		v->num = st->fallback[LOOPMQ_FB_STACK + (c - C_FB_STACK)];
 		need_stats = 1;
 		break;
@@ -1027,7 +1030,7 @@ static int do_stats(const struct opts *o, int argc, char **argv)
 			printf("},\n         \"fallbacks\": {");
 			for (j = 0; j < LOOPMQ_FB_NR; j++)
 				printf("%s\"%s\": %" PRIu64, j ? ", " : "",
-				       lmq_fallback_names[j],
+				       lmq_fallback_name(j),
 				       (uint64_t)st->fallback[j]);
 			printf("},\n         \"kthread_wakeups\": %" PRIu64
 			       ",\n         \"peak_inflight\": %" PRIu64
@@ -1061,7 +1064,7 @@ static int do_stats(const struct opts *o, int argc, char **argv)
 				    (uint64_t)st->path[j]);
 			for (j = 0; j < LOOPMQ_FB_NR; j++) {
 				snprintf(name, sizeof(name), "fb_%s",
-					 lmq_fallback_names[j]);
+					 lmq_fallback_name(j));
 				ROW(name, "%" PRIu64, (uint64_t)st->fallback[j]);
 			}
 			ROW("kthread_wakeups", "%" PRIu64,
