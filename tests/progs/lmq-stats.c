@@ -23,10 +23,17 @@ static const char *const path_names[LOOPMQ_PATH_NR] = {
 	"inline", "aio_inline", "aio_async", "kthread",
 };
 
-static const char *const fb_names[LOOPMQ_FB_NR] = {
-	"fb_stack", "fb_journal", "fb_reclaim", "fb_nested", "fb_op",
-	"fb_eagain", "fb_adaptive",
+/* Indexed by enum loopmq_fallback; names as in sysfs. */
+static const char *const fb_names[] = {
+	[LOOPMQ_FB_STACK] = "fb_stack", [LOOPMQ_FB_JOURNAL] = "fb_journal",
+	[LOOPMQ_FB_RECLAIM] = "fb_reclaim", [LOOPMQ_FB_NESTED] = "fb_nested",
+	[LOOPMQ_FB_OP] = "fb_op", [LOOPMQ_FB_EAGAIN] = "fb_eagain",
+	[LOOPMQ_FB_ADAPTIVE] = "fb_adaptive",
+	[LOOPMQ_FB_NONOWAIT] = "fb_nonowait",
 };
+
+_Static_assert(sizeof(fb_names) / sizeof(fb_names[0]) == LOOPMQ_FB_NR,
+	       "a fallback reason has no name here");
 
 static const char *const mode_names[] = { "direct", "kthread", "aio", "auto" };
 

@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 20-flush-discard: in every mode, with buffered and direct backing I/O:
+#  - a flush (fsync of the device) puts the data on the backing disk itself:
+#    read back from /dev/vda at the file's physical extents, bypassing every
+#    page cache;
+#  - a discard (BLKDISCARD) punches a hole in the backing file (fewer
+#    allocated blocks, SEEK_HOLE finds it) and the range reads back zero;
+#  - write-zeroes (BLKZEROOUT) reads back zero, through the device and in
+#    the file, and the data around it is untouched.
+# timeout: 400
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+M=/mnt/t20
+mkdir -p $M
+mkfs.ext4 -q -F -b 4096 /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on vda"; t_done; }
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0)
+head -c 4M /dev/urandom >/tmp/t20.data
+
+# file_disk_sha FILE OFF LEN: sha256 of FILE's bytes [OFF, OFF+LEN) read from
+# /dev/vda with O_DIRECT through the file's extent map (4 KiB aligned).
+file_disk_sha() {
+	local f=$1 off=$2 len=$3
+	xfs_io -r -c "fiemap -v" "$f" | awk -v off=$((off / 512)) -v len=$((len / 512)) '
+	/^ *[0-9]+:/ {
+		split($2, l, /[\[\].:]+/); split($3, p, /[.:]+/)
+		if ($3 == "hole") next
+		ls = l[2]; le = l[3]; ps = p[1]
+		s = (ls > off) ? ls : off; e = (le < off + len - 1) ? le : off + len - 1
+		if (s <= e) printf "%d %d\n", ps + (s - ls), e - s + 1
+	}' | while read -r sec cnt; do
+		dd if=/dev/vda bs=512 skip="$sec" count="$cnt" iflag=direct status=none
+	done | sha256sum
+}
+
+for mode in $LMQ_MODES; do
+	for dio in off on; do
+		tag="$mode/dio=$dio"
+		F=$M/img.$mode.$dio
+		rm -f $F; truncate -s 32M $F
+		$LOSETUP --direct-io=$dio $D $F || { t_fail "$tag: attach"; continue; }
+		lmq_mode 0 "$mode" || t_fail "$tag: set mode"
+		t_is "$(cat $(lmq_sys 0)/loop/dio)" "$([ $dio = on ] && echo 1 || echo 0)" "$tag: loop/dio"
+
+		# flush: data on the disk right after the device fsync
+		dd if=/tmp/t20.data of=$D bs=1M seek=4 oflag=direct conv=fsync status=none ||
+			t_fail "$tag: write+fsync"
+		want=$(sha256sum </tmp/t20.data)
+		t_is "$(file_disk_sha $F $((4 << 20)) $((4 << 20)))" "$want" "$tag: fsync'd data is on /dev/vda"
+
+		# discard punches a hole
+		sync
+		b1=$(stat -c %b $F)
+		t_is "$(lmq-ioctl discard $D $((5 << 20)) $((2 << 20)))" OK "$tag: BLKDISCARD 2 MiB"
+		b2=$(stat -c %b $F)
+		[ "$b2" -le $((b1 - 4096)) ] && t_ok "$tag: file blocks $b1 -> $b2 after discard" ||
+			t_fail "$tag: file blocks $b1 -> $b2, want at least 4096 fewer"
+		hole=$(xfs_io -r -c "seek -h $((4 << 20))" $F | awk '/^HOLE/ { print $2 }')
+		t_is "$hole" $((5 << 20)) "$tag: SEEK_HOLE finds the discarded range"
+		t_is "$(dd if=$D bs=1M skip=5 count=2 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+			"$tag: discarded range reads zero"
+		t_is "$(dd if=$D bs=1M skip=4 count=1 iflag=direct status=none | cmp - /tmp/t20.data -n 1048576 && echo same)" \
+			same "$tag: data before the discard intact"
+
+		# write-zeroes
+		t_is "$(lmq-ioctl zeroout $D $((7 << 20)) 65536)" OK "$tag: BLKZEROOUT 64 KiB"
+		t_is "$(dd if=$D bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+			"$tag: zeroed range reads zero"
+		t_is "$(dd if=$D bs=64k skip=113 count=15 iflag=direct status=none | sha256sum)" \
+			"$(dd if=/tmp/t20.data bs=64k skip=49 count=15 status=none | sha256sum)" \
+			"$tag: data after the zeroed range intact"
+		dd if=/dev/zero of=$D bs=4k count=1 oflag=direct conv=fsync status=none  # one more flush
+		t_is "$(dd if=$F bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+			"$tag: zeroed range is zero in the file"
+		if lmq_is_mq; then
+			e=$(lmq_stat 0 errors)
+			t_is "$e" 0 "$tag: stats errors"
+			t_diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
+		fi
+		$LOSETUP -d $D || t_fail "$tag: detach"
+		rm -f $F
+	done
+done
+umount $M
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done

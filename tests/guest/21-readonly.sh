@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 21-readonly: a read-only device refuses writes with the stock driver's
+# errno and still reads the backing data.  Read-only comes from losetup -r,
+# from a read-only backing fd (LOOP_SET_FD), from LOOP_CONFIGURE's
+# LO_FLAGS_READ_ONLY, and from a file on a read-only mount.  Each case also
+# runs on the stock loop driver in the same boot and must give the same words.
+# timeout: 300
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+W=/tmp/t21 RO=/mnt/t21ro
+mkdir -p $W $RO
+head -c 4M /dev/urandom >$W/img
+mount -t tmpfs -o size=16M tmpfs $RO && cp $W/img $RO/img && mount -o remount,ro $RO ||
+	{ t_fail "read-only tmpfs mount"; t_done; }
+WANT=$(sha256sum <$W/img)
+
+modprobe loop max_loop=2 || { t_fail "modprobe loop"; t_done; }
+lmq_is_mq && { lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }; }
+
+r() { lmq-ioctl "$@" 2>/dev/null | head -n1 | awk '{ print $1 }'; }
+
+# probe DEV: the outcome words of every write path, plus ro state and data.
+probe() {
+	local d=$1 n=${1##*/}
+	echo "ro=$(cat /sys/block/$n/ro) getro=$(blockdev --getro $d)"
+	echo "flags=$(lmq-ioctl get-status $d | sed -n 's/.* flags=\([0-9]*\).*/\1/p')"
+	echo "open_rw=$(r open $d)"
+	echo "pwrite=$(r pwrite $d 0 4096)"
+	echo "pwrite_direct=$(r pwrite $d 4096 4096 direct)"
+	echo "discard=$(r discard $d 0 65536)"
+	echo "zeroout=$(r zeroout $d 0 65536)"
+	echo "dd=$(dd if=/dev/zero of=$d bs=4k count=1 oflag=direct 2>&1 >/dev/null |
+		grep -o 'Operation not permitted\|Read-only file system\|Permission denied\|Input/output error' | head -n1)"
+	echo "data=$([ "$(sha256sum <$d)" = "$WANT" ] && echo same || echo DIFFERENT)"
+}
+c_losetup_r()  { $LOSETUP -r ${P}0 $W/img && probe ${P}0; $LOSETUP -d ${P}0; }
+c_ro_fd()      { r set-fd ${P}0 ro:$W/img >/dev/null && probe ${P}0; r clr-fd ${P}0 >/dev/null; }
+c_cfg_ro()     { r configure ${P}0 $W/img 1 0 >/dev/null && probe ${P}0; r clr-fd ${P}0 >/dev/null; }
+c_ro_mount()   { $LOSETUP ${P}0 $RO/img 2>/dev/null && probe ${P}0; $LOSETUP -d ${P}0; }
+c_ro_devnode() {	# a rw device opened O_RDONLY by the writer
+	$LOSETUP ${P}0 $W/img && echo "pwrite_on_rdonly_fd=$(r -r pwrite ${P}0 0 4096)" &&
+		echo "ro=$(cat /sys/block/${P##*/}0/ro)"; $LOSETUP -d ${P}0
+}
+
+for c in losetup_r ro_fd cfg_ro ro_mount ro_devnode; do
+	stock=$(P=/dev/loop c_$c)
+	t_diag "stock $c: $(echo $stock)"
+	case $c in
+	ro_devnode)
+		t_is "$(echo $stock)" "pwrite_on_rdonly_fd=EBADF ro=0" "stock loop: $c" ;;
+	*)
+		echo "$stock" | grep -q '^ro=1 getro=1$' && t_ok "stock loop: $c is read-only" ||
+			t_fail "stock loop: $c not read-only"
+		echo "$stock" | grep -q '^flags=[0-9]*$' &&
+			[ $(( $(echo "$stock" | sed -n 's/^flags=//p') & 1 )) = 1 ] &&
+			t_ok "stock loop: $c has LO_FLAGS_READ_ONLY" ||
+			t_fail "stock loop: $c lacks LO_FLAGS_READ_ONLY"
+		echo "$stock" | grep -q '^pwrite=E' && t_ok "stock loop: $c refuses write(2)" ||
+			t_fail "stock loop: $c accepted write(2)"
+		echo "$stock" | grep -q '^data=same$' && t_ok "stock loop: $c reads the file" ||
+			t_fail "stock loop: $c data differs" ;;
+	esac
+	if lmq_is_mq; then
+		got=$(P=$LMQ_PREFIX c_$c)
+		if [ "$got" = "$stock" ]; then t_ok "$LMQ_NAME: $c same as stock"; else
+			t_fail "$LMQ_NAME: $c differs from stock"
+			diff <(echo "$stock") <(echo "$got") | sed 's/^/#   /'
+		fi
+	fi
+done
+t_is "$(sha256sum <$W/img)" "$WANT" "backing file unchanged"
+
+# Clearing the read-only state is not possible through LOOP_SET_STATUS64.
+c_status_clear_ro() {
+	r configure ${P}0 $W/img 1 0 >/dev/null
+	r set-status ${P}0 0 0 0 >/dev/null
+	echo "ro=$(cat /sys/block/${P##*/}0/ro) pwrite=$(r pwrite ${P}0 0 4096)"
+	r clr-fd ${P}0 >/dev/null
+}
+stock=$(P=/dev/loop c_status_clear_ro)
+t_diag "stock status_clear_ro: $stock"
+case $stock in ro=1\ pwrite=E*) t_ok "stock loop: SET_STATUS64 cannot clear read-only" ;;
+	*) t_fail "stock loop: SET_STATUS64 cleared read-only: $stock" ;; esac
+lmq_is_mq && t_is "$(P=$LMQ_PREFIX c_status_clear_ro)" "$stock" "$LMQ_NAME: status_clear_ro same as stock"
+t_is "$(sha256sum <$W/img)" "$WANT" "backing file still unchanged"
+
+umount $RO
+lmq_is_mq && { lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"; }
+modprobe -r loop
+t_done

@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 22-enospc: when the backing filesystem is full, a write through the device
+# fails with ENOSPC for the submitter ("No space left on device", not EIO),
+# and the device works again once space is freed: earlier data intact, new
+# writes land.  Backings: a sparse file on a small tmpfs (buffered) and on a
+# small ext4 (direct I/O).  The stock loop driver reports ENOSPC only on its
+# direct-I/O (aio) path; its buffered path turns every error into EIO, so
+# for stock loop buffered cells EIO is what we expect (and record).
+# timeout: 400
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+M=/mnt/t22
+mkdir -p $M/tmpfs $M/ext4
+mount -t tmpfs -o size=8M tmpfs $M/tmpfs || { t_fail "tmpfs"; t_done; }
+# a 12 MiB ext4 at the start of vda (via a partition-less slice: mkfs -F with a size)
+mkfs.ext4 -q -F -b 4096 -O ^has_journal /dev/vda 3072 >/dev/null && mount /dev/vda $M/ext4 ||
+	{ t_fail "small ext4"; t_done; }
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0)
+head -c 2M /dev/urandom >/tmp/t22.head
+
+for mode in $LMQ_MODES; do
+	for fs in tmpfs ext4; do
+		tag="$mode/$fs"
+		F=$M/$fs/img dio=off
+		[ $fs = ext4 ] && dio=on
+		rm -f $F $M/$fs/filler; truncate -s 64M $F
+		$LOSETUP --direct-io=$dio $D $F || { t_fail "$tag: attach"; continue; }
+		lmq_mode 0 "$mode" || t_fail "$tag: set mode"
+		dd if=/tmp/t22.head of=$D bs=1M oflag=direct conv=fsync status=none ||
+			t_fail "$tag: first 2 MiB"
+		# fill the device past the filesystem's free space
+		err=$(dd if=/dev/zero of=$D bs=64k seek=32 count=960 oflag=direct 2>&1 >/dev/null)
+		rc=$?
+		msg=$(echo "$err" | grep -o 'No space left on device\|Input/output error' | head -n1)
+		want='No space left on device'
+		[ "$LMQ_DRIVER" = loop ] && [ $dio = off ] && want='Input/output error'
+		if [ $rc -ne 0 ]; then t_is "$msg" "$want" "$tag: dd errno when the fs is full"
+		else t_fail "$tag: dd did not fail on a full fs"; fi
+		# free space, the device works again
+		fallocate -p -o $((4 << 20)) -l $((60 << 20)) $F || t_fail "$tag: punch"
+		sync
+		t_run "$tag: write after space was freed" \
+			dd if=/tmp/t22.head of=$D bs=1M seek=8 oflag=direct conv=fsync status=none
+		t_is "$(dd if=$D bs=1M skip=8 count=2 iflag=direct status=none | sha256sum)" \
+			"$(sha256sum </tmp/t22.head)" "$tag: new data reads back"
+		t_is "$(dd if=$D bs=1M count=2 iflag=direct status=none | sha256sum)" \
+			"$(sha256sum </tmp/t22.head)" "$tag: data written before ENOSPC intact"
+		if lmq_is_mq; then
+			t_diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
+			[ "$(lmq_stat 0 errors)" -gt 0 ] && t_ok "$tag: stats count the errors" ||
+				t_fail "$tag: stats errors is 0 after ENOSPC"
+			echo 0 >$(lmq_sys 0)/loopmq/stats
+		fi
+		$LOSETUP -d $D || t_fail "$tag: detach"
+		rm -f $F
+	done
+done
+umount $M/tmpfs $M/ext4
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done

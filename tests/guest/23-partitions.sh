@@ -1,0 +1,166 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 23-partitions: partitions of the backing image appear as <dev>p1, <dev>p2
+# with LO_FLAGS_PARTSCAN (losetup -P, LOOP_CONFIGURE) and with max_part=,
+# carry the right data at the right offsets, and vanish on detach.  Without
+# either, no partition nodes appear.
+# timeout: 300
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+W=/tmp/t23
+mkdir -p $W
+truncate -s 32M $W/img
+# MBR: p1 = sectors 2048..18431 (8 MiB), p2 = 18432..51199 (16 MiB), type 83
+sfdisk_mbr() {
+	printf '\x80\x00\x00\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\x40\x00\x00' |
+		dd of=$W/img bs=1 seek=446 conv=notrunc status=none
+	printf '\x00\x00\x00\x00\x83\x00\x00\x00\x00\x48\x00\x00\x00\x80\x00\x00' |
+		dd of=$W/img bs=1 seek=462 conv=notrunc status=none
+	printf '\x55\xaa' | dd of=$W/img bs=1 seek=510 conv=notrunc status=none
+}
+sfdisk_mbr
+echo P1DATA__ | dd of=$W/img bs=512 seek=2048 conv=notrunc status=none
+echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
+
+# check NAME DEV HOW: partitions present with the right size and data
+check_parts() {
+	local tag=$1 d=$2 n=${2##*/}
+	local i
+	for ((i = 0; i < 30; i++)); do [ -b ${d}p2 ] && break; sleep 0.1; done
+	t_run "$tag: ${d}p1 and ${d}p2 exist" test -b ${d}p1 -a -b ${d}p2
+	t_is "$(cat /sys/block/$n/${n}p1/size 2>/dev/null)" 16384 "$tag: p1 size (sectors)"
+	t_is "$(cat /sys/block/$n/${n}p2/size 2>/dev/null)" 32768 "$tag: p2 size (sectors)"
+	t_is "$(head -c 8 ${d}p1 2>/dev/null)" P1DATA__ "$tag: p1 data"
+	t_is "$(head -c 8 ${d}p2 2>/dev/null)" P2DATA__ "$tag: p2 data"
+	# a write to p2 lands at the partition's offset in the image
+	echo WRITTEN_ | dd of=${d}p2 bs=512 seek=1 oflag=direct conv=fsync status=none 2>/dev/null
+	t_is "$(dd if=$W/img bs=512 skip=18433 count=1 status=none | head -c 8)" WRITTEN_ \
+		"$tag: write to p2 lands at sector 18433 of the image"
+}
+check_gone() {
+	local tag=$1 d=$2
+	lmq_wait_gone ${d}p1 && lmq_wait_gone ${d}p2 && t_ok "$tag: partitions gone after detach" ||
+		t_fail "$tag: ${d}p1 or ${d}p2 still there after detach"
+}
+
+# 1. no partscan, max_part=0: no partitions
+lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0) N=$LMQ_NAME
+$LOSETUP $D $W/img || t_fail "attach without -P"
+sleep 0.5
+[ ! -e ${D}p1 ] && t_ok "no partitions without partscan" || t_fail "${D}p1 exists without partscan"
+t_is "$(cat $(lmq_sys 0)/loop/partscan)" 0 "loop/partscan is 0"
+$LOSETUP -d $D
+
+# 2. losetup -P
+$LOSETUP -P $D $W/img || t_fail "losetup -P"
+t_is "$(cat $(lmq_sys 0)/loop/partscan)" 1 "loop/partscan is 1 with -P"
+check_parts "losetup -P" $D
+$LOSETUP -d $D
+check_gone "losetup -P" $D
+
+# 3. LOOP_CONFIGURE with LO_FLAGS_PARTSCAN on device 1
+sfdisk_mbr; echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
+D1=$(lmq_dev 1)
+t_is "$(lmq-ioctl configure $D1 $W/img 8 0)" OK "LOOP_CONFIGURE with LO_FLAGS_PARTSCAN"
+check_parts "LOOP_CONFIGURE partscan" $D1
+t_is "$(lmq-ioctl clr-fd $D1)" OK "LOOP_CLR_FD"
+check_gone "LOOP_CONFIGURE partscan" $D1
+
+# 4. LOOP_SET_STATUS64 adding LO_FLAGS_PARTSCAN later rescans
+echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
+$LOSETUP $D $W/img && sleep 0.3
+t_is "$(lmq-ioctl set-status $D 0 0 8)" OK "LOOP_SET_STATUS64 sets LO_FLAGS_PARTSCAN"
+check_parts "SET_STATUS64 partscan" $D
+$LOSETUP -d $D
+check_gone "SET_STATUS64 partscan" $D
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+
+# 5. max_part= without partscan flag
+echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
+lmq_load 1 max_part=7 || { t_fail "load $LMQ_MOD max_part=7"; t_done; }
+$LOSETUP $D $W/img || t_fail "attach with max_part=7"
+check_parts "max_part=7" $D
+$LOSETUP -d $D
+check_gone "max_part=7" $D
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 26-detach-under-load: detach while fio runs on the device.  As the stock
+# driver does, LOOP_CLR_FD on a device that others hold open succeeds and
+# only marks it LO_FLAGS_AUTOCLEAR: fio keeps running without errors, the
+# device unbinds when the last opener closes.  Also: detach of a mounted
+# device (autoclear on umount), module unload refused while in use and
+# accepted afterwards, and a detach racing a mode switch.  Every mode.
+# timeout: 400
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+W=/tmp/t26
+mkdir -p $W /mnt/t26
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0) S=$(lmq_sys 0)
+FIO=(fio --name=load --filename=$D --rw=randrw --bs=4k --ioengine=libaio --iodepth=16
+	--direct=1 --size=16M --time_based --runtime=4 --verify=crc32c --verify_backlog=64
+	--output-format=terse)
+bound() { [ -e $S/loop/backing_file ]; }
+
+for mode in $LMQ_MODES; do
+	rm -f $W/img; truncate -s 16M $W/img
+	$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
+	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	"${FIO[@]}" >$W/fio.out 2>&1 &
+	pid=$!
+	sleep 1.5
+	t_run "$mode: losetup -d while fio runs" $LOSETUP -d $D
+	fl=$(lmq-ioctl get-status $D | sed -n 's/.* flags=\([0-9]*\).*/\1/p')
+	[ -n "$fl" ] && [ $((fl & 4)) = 4 ] && t_ok "$mode: still bound, LO_FLAGS_AUTOCLEAR set (flags=$fl)" ||
+		t_fail "$mode: after losetup -d under load: flags='$fl'"
+	t_is "$(cat $S/loop/autoclear 2>/dev/null)" 1 "$mode: sysfs loop/autoclear"
+	if lmq_is_mq; then
+		modprobe -r $LMQ_MOD 2>/dev/null && t_fail "$mode: module unloaded while in use" ||
+			t_ok "$mode: module unload refused while in use"
+	fi
+	wait $pid
+	rc=$?
+	t_is "$rc" 0 "$mode: fio finished without error"
+	[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 20
+	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: device unbound after fio closed it" ||
+		t_fail "$mode: device still bound after the last close"
+	t_is "$(lmq-ioctl get-status $D)" ENXIO "$mode: LOOP_GET_STATUS64 after autoclear"
+
+	# mounted: detach, keep using the filesystem, umount clears it
+	rm -f $W/img; truncate -s 32M $W/img
+	$LOSETUP $D $W/img && lmq_mode 0 $mode && mkfs.ext4 -q -F $D && mount $D /mnt/t26 ||
+		{ t_fail "$mode: ext4 on the device"; continue; }
+	t_run "$mode: losetup -d of a mounted device" $LOSETUP -d $D
+	t_run "$mode: fio on the mounted fs after detach" fio --name=fs --directory=/mnt/t26 \
+		--rw=randwrite --bs=4k --size=4M --fsync=16 --verify=crc32c --output-format=terse
+	bound && t_ok "$mode: still bound while mounted" || t_fail "$mode: unbound while mounted"
+	umount /mnt/t26
+	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound after umount" ||
+		t_fail "$mode: still bound after umount"
+
+	# detach racing mode switches (loopmq only)
+	if lmq_is_mq; then
+		rm -f $W/img; truncate -s 16M $W/img
+		$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
+		"${FIO[@]}" >$W/fio.out 2>&1 &
+		pid=$!
+		( for i in $(seq 12); do for m in direct kthread aio auto; do
+			echo $m >$S/loopmq/mode 2>/dev/null; sleep 0.05; done; done ) &
+		sw=$!
+		sleep 1
+		$LOSETUP -d $D
+		wait $pid; rc=$?
+		wait $sw
+		t_is "$rc" 0 "$mode: fio during detach + mode switches"
+		lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound after switches" ||
+			t_fail "$mode: still bound"
+	fi
+done
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_run "no $LMQ_MOD left in /proc/modules" sh -c "! grep -q '^$LMQ_MOD ' /proc/modules"
+t_done

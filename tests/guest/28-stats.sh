@@ -1,0 +1,182 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 28-stats: the per-path counters account for every request.  In each fixed
+# mode, N O_DIRECT reads and writes issued one at a time by dd (no merging,
+# no splitting) and a fio libaio run are counted from /sys/block/<dev>/stat
+# (requests the driver completed) and must equal
+# inline + aio_inline + aio_async + kthread, in sysfs and in LOOPMQ_GET_STATS
+# alike.  A mode's own path must carry the requests: direct -> inline,
+# kthread -> kthread, aio -> aio_* unless a fallback sent them to the
+# kthread; every fallback is a kthread request.  Against the stock loop
+# driver only the counting method (stat deltas vs dd/fio counts) is checked.
+# timeout: 400
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+. /tests/lib/tap.sh
+# thin names over tap.sh (pass/fail/is/skip/diag/done_testing)
+t_ok()   { pass "$*"; }
+t_fail() { fail "$*"; }
+t_skip() { skip "$1" "${2:-}"; }
+t_diag() { diag "$*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT (returns 1 otherwise).
+t_is()   { if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3" "got '$1', want '$2'"; fi; }
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then pass "$d"; else
+		fail "$d" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() { done_testing; exit $?; }
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+require_cmd lmq-ioctl lmq-stats fio
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+mkfs.ext4 -q -F /dev/vda && mkdir -p /mnt/t28 && mount /dev/vda /mnt/t28 || { t_fail "ext4"; t_done; }
+F=/mnt/t28/img
+dd if=/dev/urandom of=$F bs=1M count=16 conv=fsync status=none  # allocated: NOWAIT need not block
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0) S=$(lmq_sys 0)
+$LOSETUP --direct-io=on $D $F || { t_fail "attach"; t_done; }
+N=200
+
+rq() { awk '{ print $1 + $5 }' $S/stat; }	# reads + writes completed
+merges() { awk '{ print $2 + $6 }' $S/stat; }
+paths() { lmq-stats $D | awk '$1 ~ /^(inline|aio_inline|aio_async|kthread)$/ { s += $2 } END { print s + 0 }'; }
+ioc() { lmq-stats $D | awk -v k=$1 '$1 == k { print $2 }'; }
+fbsum() { lmq-stats $D | awk '$1 ~ /^fb_/ { s += $2 } END { print s + 0 }'; }
+reset() { lmq_is_mq && echo 0 >$S/loopmq/stats; }
+
+modes=$LMQ_MODES
+lmq_is_mq && modes="direct kthread aio auto"
+for mode in $modes; do
+	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	sync; sleep 0.2
+	reset
+	r0=$(rq)
+	dd if=$D of=/dev/null bs=4k count=$N iflag=direct status=none
+	dd if=/dev/urandom of=$D bs=4k count=$N seek=100 oflag=direct status=none
+	r1=$(rq)
+	t_is "$((r1 - r0))" $((2 * N)) "$mode: dd: /sys/block stat counts $((2 * N)) requests"
+	if lmq_is_mq; then
+		t_is "$(paths)" $((r1 - r0)) "$mode: dd: path counters sum to the requests"
+		st=$(lmq-stats $D); rc=$?
+		t_is "$rc" 0 "$mode: LOOPMQ_GET_STATS (reserved fields zero)"
+		sy=$(cat $S/loopmq/stats)
+		# peak_inflight may only differ if it was sampled between reads; none ran
+		t_is "$(echo "$st" | head -n $(echo "$sy" | wc -l) | md5sum)" "$(echo "$sy" | md5sum)" \
+			"$mode: ioctl stats equal sysfs stats"
+		t_is "$(echo "$st" | awk '$1 == "mode" { print $2 }')" $mode "$mode: ioctl reports the mode"
+		t_is "$(echo "$st" | awk '$1 == "nr_paths" { p = $2 } $1 == "nr_fallbacks" { f = $2 } END { print p, f }')" \
+			"4 8" "$mode: nr_paths nr_fallbacks"
+		case $mode in
+		direct)  t_is "$(ioc inline)" $((2 * N)) "direct: every dd request ran inline" ;;
+		kthread) t_is "$(ioc kthread)" $((2 * N)) "kthread: every dd request went to the kthread"
+			 [ "$(ioc kthread_wakeups)" -gt 0 ] && t_ok "kthread: wakeups counted" ||
+				t_fail "kthread: kthread_wakeups is 0" ;;
+		aio)     t_is "$(($(ioc aio_inline) + $(ioc aio_async) + $(ioc kthread)))" $((2 * N)) \
+				"aio: aio_inline + aio_async + kthread"
+			 t_is "$(ioc inline)" 0 "aio: nothing ran on the plain inline path"
+			 [ $(($(ioc aio_inline) + $(ioc aio_async))) -gt 0 ] && t_ok "aio: some requests took the aio path" ||
+				t_fail "aio: no request took an aio path (backing: dio file on ext4)" ;;
+		esac
+		[ "$(fbsum)" -le "$(ioc kthread)" ] && t_ok "$mode: fallbacks ($(fbsum)) <= kthread requests ($(ioc kthread))" ||
+			t_fail "$mode: fallbacks $(fbsum) > kthread $(ioc kthread)"
+		t_is "$(ioc errors)" 0 "$mode: no errors"
+		t_diag "$mode dd stats: $(echo $st)"
+	fi
+
+	# fio, queue depth 8: fio's ios = completed requests + merges
+	reset
+	r0=$(rq) m0=$(merges)
+	j=$(fio --name=st --filename=$D --rw=randrw --bs=4k --direct=1 --ioengine=libaio \
+		--iodepth=8 --size=8M --io_size=4M --output-format=json 2>/dev/null)
+	t_is "$?" 0 "$mode: fio ran"
+	r1=$(rq) m1=$(merges)
+	ios=$(echo "$j" | jq '.jobs[0].read.total_ios + .jobs[0].write.total_ios')
+	t_is "$ios" 1024 "$mode: fio issued 1024 ios"
+	t_is "$((r1 - r0 + m1 - m0))" "$ios" "$mode: fio: stat requests + merges = fio ios"
+	if lmq_is_mq; then
+		t_is "$(paths)" $((r1 - r0)) "$mode: fio: path counters sum to the requests"
+		case $mode in
+		direct)  t_is "$(ioc inline)" $((r1 - r0)) "direct: fio requests all inline" ;;
+		kthread) t_is "$(ioc kthread)" $((r1 - r0)) "kthread: fio requests all on the kthread" ;;
+		esac
+		pk=$(ioc peak_inflight)
+		[ "$pk" -ge 1 ] && [ "$pk" -le 1024 ] && t_ok "$mode: peak_inflight $pk" || t_fail "$mode: peak_inflight $pk"
+		t_diag "$mode fio stats: $(lmq-stats $D | tr '\n' ' ')"
+	fi
+done
+
+if lmq_is_mq; then
+	dd if=$D of=/dev/null bs=4k count=10 iflag=direct status=none
+	echo 0 >$S/loopmq/stats
+	t_is "$(paths) $(ioc errors)" "0 0" "writing 0 to sysfs stats resets them"
+	dd if=$D of=/dev/null bs=4k count=10 iflag=direct status=none
+	lmq-stats --reset $D
+	t_is "$(paths)" 0 "LOOPMQ_RESET_STATS resets them"
+fi
+$LOSETUP -d $D
+umount /mnt/t28
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done
