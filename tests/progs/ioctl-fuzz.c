@@ -528,13 +528,17 @@ static void one_call(long n)
 
 	/* Churn: drop and reopen a device's fds; if nobody else holds the
 	 * device this runs an autoclear detach. */
-	if (!on_ctl && chance(150)) {
+	if (!on_ctl && chance(60)) {
 		cnt->churns++;
 		if (dev_rw[dev] >= 0)
 			close(dev_rw[dev]);
 		if (dev_ro[dev] >= 0)
 			close(dev_ro[dev]);
 		dev_rw[dev] = open_dev(dev, O_RDWR);
+		/* With ours the only open, LOOP_CLR_FD detaches right away;
+		 * with another worker's open it only marks autoclear. */
+		if (dev_rw[dev] >= 0 && chance(2))
+			ioctl(dev_rw[dev], LOOP_CLR_FD, 0);
 		dev_ro[dev] = open_dev(dev, O_RDONLY);
 	}
 	/* Some real I/O on bound devices, so a bound device is used too. */
