@@ -1,0 +1,279 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 40-loopmqctl-attach: every loopmqctl setup option against the device state
+# it must produce: sysfs (loop/*, ro, queue/logical_block_size, partitions),
+# the status util-linux losetup reads, the size blockdev sees, and data
+# written through the device read back from the file (and the reverse).
+# Also -f/--show, -f alone, -c, live --direct-io/-b/--mode, -d in every
+# device-name form, -D.  LMQ_DRIVER=loop (or lmq_driver=loop on the kernel
+# command line) runs it against the stock loop driver through the tool's
+# test-only LOOPMQCTL_PREFIX=loop.
+# timeout: 300
+# ---- BEGIN loopmqctl preamble (identical in tests/guest/4x-*.sh)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+. /tests/lib/tap.sh
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	P=loop MOD=loop
+	export LOOPMQCTL_PREFIX=loop
+else
+	P=loopmq MOD=loopmq
+	unset LOOPMQCTL_PREFIX
+fi
+CTL=$(command -v loopmqctl) || skip_all "no loopmqctl in the guest"
+LOSETUP=
+for l in /usr/sbin/losetup /sbin/losetup /usr/bin/losetup /bin/losetup; do
+	[ -x "$l" ] && "$l" --version 2>/dev/null | grep -q util-linux && { LOSETUP=$l; break; }
+done
+is_mq() { [ "$P" = loopmq ]; }
+# run CMD...: $out (stdout), $err (stderr), $rc
+run() {
+	local e
+	e=$(mktemp)
+	out=$("$@" 2>"$e")
+	rc=$?
+	err=$(cat "$e")
+	rm -f "$e"
+	return 0
+}
+# sysv DEV REL: /sys/block/<dev>/REL
+sysv() { cat "/sys/block/${1##*/}/$2" 2>/dev/null; }
+bound() { [ -e "/sys/block/${1##*/}/loop/backing_file" ]; }
+# unbound DEV DESC: pass when DEV has no backing file
+unbound() { if bound "$1"; then fail "$2" "$1 is bound"; else pass "$2"; fi; }
+# nbound: how many of our devices are bound
+nbound() {
+	local d n=0
+	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
+	echo $n
+}
+# snapshot: every device of ours with its binding and mode, one per line
+snapshot() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d" ] || continue
+		echo "${d##*/} $(cat "$d/loop/backing_file" 2>/dev/null) $(cat "$d/loop/offset" 2>/dev/null) $(cat "$d/ro") $(cat "$d/loopmq/mode" 2>/dev/null) $(cat "$d/queue/logical_block_size")"
+	done
+}
+detach_all_ours() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$CTL" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	return 0
+}
+load_driver() {
+	modprobe "$MOD" "$@" || skip_all "cannot load $MOD"
+	for _ in $(seq 50); do [ -c /dev/$P-control ] && break; sleep 0.1; done
+	[ -c /dev/$P-control ] || skip_all "no /dev/$P-control"
+}
+# ---- END loopmqctl preamble
+
+W=/tmp/t40
+mkdir -p $W
+cleanup() {
+	detach_all_ours
+	umount /mnt/t40 2>/dev/null
+	rm -rf $W
+}
+trap cleanup EXIT
+load_driver
+diag "driver $MOD, tool $CTL, util-linux losetup ${LOSETUP:-missing}"
+
+F=$W/a.img
+truncate -s 16M $F
+
+# --- -f --show FILE ----------------------------------------------------------
+run "$CTL" -f --show $F
+is "$rc" 0 "-f --show exits 0"
+like "$out" "^/dev/$P[0-9]+\$" "-f --show prints the device ($out)"
+D=$out
+is "$(sysv $D loop/backing_file)" "$F" "sysfs backing_file is the file"
+is "$(sysv $D loop/offset)/$(sysv $D loop/sizelimit)" "0/0" "offset and sizelimit 0"
+is "$(sysv $D ro)" 0 "read-write by default"
+is "$(blockdev --getsize64 $D 2>/dev/null)" $((16 << 20)) "size is the file's"
+if [ -n "$LOSETUP" ]; then
+	run "$LOSETUP" -l -n -O BACK-FILE,RO,OFFSET "$D"
+	like "$out" "^$F +0 +0\$" "util-linux losetup reads the same status ($out)"
+else
+	skip "util-linux losetup reads the same status" "no util-linux losetup"
+fi
+
+# data: device -> file, file -> device
+head -c 1M /dev/urandom >$W/pat
+dd if=$W/pat of=$D bs=64k seek=2 oflag=direct conv=fsync status=none
+check "data written through the device is in the file at the same place" \
+	cmp -s <(dd if=$F bs=64k skip=2 count=16 status=none) $W/pat
+head -c 64k /dev/urandom >$W/pat2
+dd if=$W/pat2 of=$F bs=64k seek=100 conv=notrunc,fsync status=none
+check "data written to the file reads back through the device" \
+	cmp -s <(dd if=$D bs=64k skip=100 count=1 iflag=direct status=none) $W/pat2
+
+# --- device already bound: -f picks another one, adding it if needed --------
+run "$CTL" -f
+like "$out" "^/dev/$P[0-9]+\$" "-f alone prints a device ($out)"
+isnt "$out" "$D" "-f alone does not offer the bound device"
+unbound "$out" "-f alone binds nothing"
+run "$CTL" -f --show $F
+D2=$out
+isnt "$D2" "$D" "a second -f --show takes another device ($D2)"
+is "$(sysv $D2 loop/backing_file)" "$F" "second device bound to the file too"
+
+# --- -d in every name form -------------------------------------------------
+n2=${D2#/dev/$P}
+check "-d N (bare index) detaches" "$CTL" -d "$n2"
+unbound $D2 "device $D2 is unbound after -d $n2"
+check "attach DEVICE FILE with the name $P$n2" "$CTL" "$P$n2" $F
+is "$(sysv $D2 loop/backing_file)" "$F" "$P$n2 names the same device"
+check "-d $P$n2 detaches" "$CTL" -d "$P$n2"
+ln -sf $D2 $W/link
+check "attach through a symlink to the node" "$CTL" $W/link $F
+is "$(sysv $D2 loop/backing_file)" "$F" "the symlink resolved to $D2"
+check "-d through the symlink" "$CTL" -d $W/link
+unbound $D2 "unbound after -d symlink"
+check "-d $D" "$CTL" -d $D
+unbound $D "$D unbound after -d"
+is "$(nbound)" 0 "no device left bound"
+
+# --- -o / --sizelimit with suffixes --------------------------------------------
+run "$CTL" -f --show -o 1MiB --sizelimit 4M $F
+D=$out
+is "$rc" 0 "attach -o 1MiB --sizelimit 4M"
+is "$(sysv $D loop/offset)" 1048576 "sysfs offset 1 MiB"
+is "$(sysv $D loop/sizelimit)" 4194304 "sysfs sizelimit 4 MiB"
+is "$(blockdev --getsize64 $D)" 4194304 "device size is the size limit"
+head -c 256k /dev/urandom >$W/pat
+dd if=$W/pat of=$D bs=64k oflag=direct conv=fsync status=none
+check "device sector 0 is file byte 1 MiB" \
+	cmp -s <(dd if=$F bs=64k skip=16 count=4 status=none) $W/pat
+if [ -n "$LOSETUP" ]; then
+	run "$LOSETUP" -l -n -O OFFSET,SIZELIMIT "$D"
+	like "$out" "^ *1048576 +4194304\$" "losetup sees offset and sizelimit ($out)"
+fi
+"$CTL" -d $D
+run "$CTL" -f --show -o 2KB --sizelimit 1000 $F
+D=$out
+is "$(sysv $D loop/offset)/$(sysv $D loop/sizelimit)" "2000/1000" "KB means 1000 (offset 2KB, sizelimit 1000)"
+"$CTL" -d $D
+
+# --- -r ----------------------------------------------------------------------
+sum_before=$(sha256sum <$F)
+run "$CTL" -f --show -r $F
+D=$out
+is "$rc" 0 "attach -r"
+is "$(sysv $D ro)" 1 "sysfs ro is 1"
+is "$(blockdev --getro $D)" 1 "blockdev --getro is 1"
+check_fail "writing to the read-only device fails" \
+	dd if=/dev/zero of=$D bs=4k count=1 oflag=direct status=none
+is "$(sha256sum <$F)" "$sum_before" "the file did not change"
+"$CTL" -d $D
+chmod 0444 $F
+run "$CTL" -f --show -r $F
+is "$rc" 0 "-r attaches a file with mode 0444"
+"$CTL" -d "$out"
+chmod 0644 $F
+
+# --- -b -------------------------------------------------------------------------
+for bs in 4096 2048 1024 512; do
+	run "$CTL" -f --show -b $bs $F
+	D=$out
+	is "$(sysv $D queue/logical_block_size)" $bs "-b $bs: logical_block_size"
+	is "$(blockdev --getss $D)" $bs "-b $bs: blockdev --getss"
+	"$CTL" -d $D
+done
+run "$CTL" -f --show --sector-size 4KiB $F
+is "$(sysv $out queue/logical_block_size)" 4096 "--sector-size 4KiB"
+D=$out
+check "live -b 512 on a bound device" "$CTL" -b 512 $D
+is "$(sysv $D queue/logical_block_size)" 512 "live -b 512 took effect"
+"$CTL" -d $D
+
+# --- -P ----------------------------------------------------------------------
+truncate -s 16M $W/p.img
+# an MBR by hand (no sfdisk here): p1 at 2048 and p2 at 10240, 8192 sectors
+le32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) \
+	$((($1 >> 16) & 255)) $((($1 >> 24) & 255)); }
+mbr_entry() { printf '\x00\x00\x00\x00\x83\x00\x00\x00'; printf "$(le32 $1)$(le32 $2)"; }
+{ mbr_entry 2048 8192; mbr_entry 10240 8192; } |
+	dd of=$W/p.img bs=1 seek=446 conv=notrunc status=none
+printf '\x55\xaa' | dd of=$W/p.img bs=1 seek=510 conv=notrunc status=none
+run "$CTL" -f --show -P $W/p.img
+D=$out
+is "$(sysv $D loop/partscan)" 1 "-P: sysfs partscan 1"
+for _ in $(seq 20); do [ -b ${D}p2 ] && break; sleep 0.1; done
+n=${D##*/}
+check "-P: partition ${n}p1 in sysfs" test -e /sys/block/$n/${n}p1
+check "-P: partition ${n}p2 node" test -b ${D}p2
+is "$(blockdev --getsize64 ${D}p1 2>/dev/null)" $((8192 * 512)) "-P: p1 has the table's size"
+"$CTL" -d $D
+run "$CTL" -f --show $W/p.img
+is "$(sysv $out loop/partscan)" 0 "without -P: partscan 0"
+check_fail "without -P: no partition" test -e /sys/block/${out##*/}/${out##*/}p1
+"$CTL" -d $out
+
+# --- --direct-io (file on ext4 on the scratch disk: O_DIRECT works there) -----
+mkdir -p /mnt/t40
+if mkfs.ext4 -q -F /dev/vda >/dev/null 2>&1 && mount /dev/vda /mnt/t40; then
+	G=/mnt/t40/d.img
+	truncate -s 8M $G
+	run "$CTL" -f --show --direct-io $G
+	D=$out
+	is "$rc" 0 "attach --direct-io"
+	is "$(sysv $D loop/dio)" 1 "--direct-io: sysfs dio 1"
+	[ -n "$LOSETUP" ] && is "$("$LOSETUP" -l -n -O DIO $D | tr -d ' ')" 1 "losetup sees DIO 1"
+	head -c 128k /dev/urandom >$W/pat
+	dd if=$W/pat of=$D bs=64k oflag=direct conv=fsync status=none
+	check "dio: data reaches the file" cmp -s <(head -c 128k $G) $W/pat
+	check "live --direct-io=off" "$CTL" --direct-io=off $D
+	is "$(sysv $D loop/dio)" 0 "--direct-io=off took effect"
+	check "live --direct-io=on" "$CTL" --direct-io=on $D
+	is "$(sysv $D loop/dio)" 1 "--direct-io=on took effect"
+	"$CTL" -d $D
+	run "$CTL" -f --show --direct-io=off $G
+	is "$(sysv $out loop/dio)" 0 "--direct-io=off at attach: dio 0"
+	"$CTL" -d $out
+	umount /mnt/t40
+else
+	skip "--direct-io checks" "cannot make ext4 on /dev/vda"
+fi
+
+# --- -c ------------------------------------------------------------------------
+run "$CTL" -f --show $F
+D=$out
+truncate -s 24M $F
+is "$(blockdev --getsize64 $D)" $((16 << 20)) "size unchanged before -c"
+check "-c" "$CTL" -c $D
+is "$(blockdev --getsize64 $D)" $((24 << 20)) "-c: the device grew with the file"
+"$CTL" -d $D
+
+# --- --mode at attach and live -----------------------------------------------
+if is_mq; then
+	for m in direct kthread aio auto; do
+		run "$CTL" -f --show --mode $m $F
+		D=$out
+		is "$rc" 0 "attach --mode $m"
+		is "$(sysv $D loopmq/mode)" $m "--mode $m: sysfs mode"
+		is "$("$CTL" -l -n -O MODE $D)" $m "--mode $m: the tool reads it back"
+		"$CTL" -d $D
+	done
+	run "$CTL" -f --show --mode kthread $F
+	D=$out
+	for m in aio direct auto kthread; do
+		check "live --mode $m" "$CTL" --mode $m $D
+		is "$(sysv $D loopmq/mode)" $m "live --mode $m took effect"
+	done
+	"$CTL" -d $D
+else
+	skip "--mode checks" "stock loop driver has no modes"
+fi
+
+# --- -D --------------------------------------------------------------------------
+"$CTL" -f $F && "$CTL" -f -o 4096 $F && "$CTL" -f -r $F
+is "$("$CTL" -a | wc -l)" 3 "three devices bound"
+check "-D" "$CTL" -D
+is "$("$CTL" -a | wc -l)" 0 "-D detached them all"
+is "$(nbound)" 0 "sysfs agrees: nothing bound"
+
+done_testing
