@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Harness self-test: the guest dies or hangs.
+#  A: --no-restart, a WARN at module load panics the guest: that test is
+#     not ok, the next one "not run (guest died earlier)".
+#  B: a test stuck in D state (I/O to a suspended dm device) that timeout
+#     cannot kill: the host watchdog kills QEMU, reports it, and a fresh
+#     guest runs the next test.
+#  C: the global --timeout kills a run that would take too long.
+. "$(dirname "$0")/lib.sh"
+g=$st_tmp
+cat >"$g/warn-on-load.sh" <<'T'
+modprobe warnmod warn_on_load=1
+sleep 5
+exit 0
+T
+cat >"$g/never.sh" <<'T'
+exit 0
+T
+cat >"$g/dstate.sh" <<'T'
+# timeout: 10
+set -e
+modprobe dm-mod
+dmsetup --noudevsync create stuck --table "0 2048 zero"
+dmsetup --noudevsync suspend stuck
+dev=/dev/$(basename "$(readlink -f /sys/block/dm-0)")
+echo "reading from suspended $dev"
+exec dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct
+T
+cat >"$g/after.sh" <<'T'
+exit 0
+T
+cat >"$g/sleepy.sh" <<'T'
+# timeout: 600
+sleep 1000
+T
+
+t0=$(date +%s)
+log=$g/a.log
+"$top/tests/vm/run" "${st_args[@]}" --no-restart "$g/warn-on-load.sh" "$g/never.sh" >"$log" 2>&1
+rc=$?
+sed 's/^/# A| /' "$log" | grep -v '^# A| #   \['
+st_ok "$([ $rc -ne 0 ]; echo $?)" "A: run exits non-zero (status $rc)"
+st_line "A: WARN at load is a guest death" "$log" '^not ok 1 warn-on-load # guest died.*panic'
+st_line "A: later test not run" "$log" '^not ok 2 never # not run \(guest died earlier\)'
+st_line "A: summary" "$log" '^0 passed, 2 failed$'
+
+log=$g/b.log
+HARNESS_HANG_GRACE=15 "$top/tests/vm/run" "${st_args[@]}" "$g/dstate.sh" "$g/after.sh" >"$log" 2>&1
+rc=$?
+sed 's/^/# B| /' "$log" | grep -v '^# B| #   \['
+st_ok "$([ $rc -ne 0 ]; echo $?)" "B: run exits non-zero (status $rc)"
+st_line "B: unkillable test reported as hung, by name" "$log" '^not ok 1 dstate # guest died.*no result.*guest hung'
+st_line "B: a new guest runs the next test" "$log" '^ok 2 after$'
+st_line "B: summary" "$log" '^1 passed, 1 failed$'
+
+log=$g/c.log
+s0=$(date +%s)
+"$top/tests/vm/run" "${st_args[@]}" --timeout 45 "$g/sleepy.sh" >"$log" 2>&1
+rc=$?
+s1=$(date +%s)
+sed 's/^/# C| /' "$log" | grep -v '^# C| #   \['
+st_ok "$([ $rc -ne 0 ]; echo $?)" "C: run exits non-zero (status $rc)"
+st_line "C: global timeout reported" "$log" '^not ok 1 sleepy # guest died.*global timeout \(45s\)'
+st_ok "$([ $((s1 - s0)) -lt 120 ]; echo $?)" "C: the run ended in $((s1 - s0))s"
+echo "# selftest took $(($(date +%s) - t0))s"
+st_done
