@@ -10,7 +10,8 @@
  *   -a LIST   allowed errno names, replacing the op's default set
  *   -s SEED   seed for ops that choose randomly (ctl)
  * Ops (default allowed errnos in brackets):
- *   attach DEV FILE       LOOP_SET_FD FILE then LOOP_CLR_FD      [EBUSY ENXIO]
+ *   attach DEV FILE       open DEV, LOOP_SET_FD FILE, LOOP_CLR_FD, close
+ *                                                                [EBUSY ENXIO]
  *   status DEV            LOOP_GET_STATUS64 + SET_STATUS64 with the same
  *                         offset/sizelimit/flags                [ENXIO EAGAIN]
  *   capacity DEV          LOOP_SET_CAPACITY                      [ENXIO]
@@ -23,7 +24,7 @@
  *   sysfs PATH W,W..      write the words cyclically             [EBUSY EAGAIN]
  *   ctl CTL LO HI         random LOOP_CTL_ADD / REMOVE in LO..HI, GET_FREE
  *                                                   [EEXIST ENODEV EBUSY]
- *   rmmod MODULE          delete_module(O_NONBLOCK); any success fails the run
+ *   rmmod MODULE          delete_module(O_NONBLOCK) every 2 ms; any success fails
  *                                                   [EBUSY EAGAIN EWOULDBLOCK]
  * Prints "lmq-hammer OP: N iterations, N ok, ERRNO=count ..." and exits 0
  * when every failure was allowed (and for rmmod: nothing was unloaded),
@@ -192,7 +193,6 @@ int main(int argc, char **argv)
 		set_allowed("EBUSY,ENXIO");
 		if (argc < 2)
 			return 2;
-		fd = xopen(argv[0], O_RDWR);
 		fa = xopen(argv[1], O_RDWR);
 	} else if (!strcmp(op, "status")) {
 		set_allowed("ENXIO,EAGAIN");
@@ -265,12 +265,16 @@ int main(int argc, char **argv)
 		}
 		errno = 0;
 		if (!strcmp(op, "attach")) {
+			/* open per cycle: a detach while another process has
+			 * the device open is only done at its last close */
+			fd = xopen(argv[0], O_RDWR);
 			rc = call(fd, LOOP_SET_FD, fa, "LOOP_SET_FD");
 			note(rc, errno);
 			if (rc == 0) {
 				rc = call(fd, LOOP_CLR_FD, 0, "LOOP_CLR_FD");
 				note(rc, errno);
 			}
+			close(fd);
 		} else if (!strcmp(op, "status")) {
 			struct loop_info64 li;
 
@@ -341,6 +345,7 @@ int main(int argc, char **argv)
 			rc = syscall(SYS_delete_module, argv[0], O_NONBLOCK);
 			alarm(0);
 			note(rc, errno);
+			usleep(2000);	/* leave the CPU to the others */
 			if (rc == 0) {
 				unloads++;
 				fprintf(stderr, "lmq-hammer: module %s unloaded while in use\n", argv[0]);

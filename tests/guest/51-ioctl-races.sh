@@ -1,0 +1,201 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 51-ioctl-races: a verifying fio (randrw, crc32c) on a device while other
+# processes hammer it with LOOP_SET_STATUS64 (same values), LOOP_SET_CAPACITY,
+# LOOP_SET_BLOCK_SIZE 512/4096, LOOP_SET_DIRECT_IO on/off, dispatch-mode
+# switches through sysfs, BLKRRPART, opens and closes, and rmmod attempts
+# (which must all fail); then LOOP_CLR_FD while fio still runs (autoclear).
+# Per mode: fio must verify, no hammer may see an unexpected errno or hang.
+# Then LOOP_CHANGE_FD between two identical files of a read-only device
+# while a reader checks every read, and attach/detach of one device from
+# three processes.  At the end every device detaches and the module unloads.
+# timeout: 600
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+T_N=0 T_PASS=0 T_FAIL=0
+t_ok()   { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
+t_fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+t_skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - # SKIP $*"; }
+t_diag() { echo "# $*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT.
+t_is() {
+	if [ "$1" = "$2" ]; then t_ok "$3 ($1)"; else t_fail "$3: got '$1', want '$2'"; fi
+}
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then t_ok "$d"; else
+		t_fail "$d (exit $rc)"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() {
+	echo "1..$T_N"
+	echo "$T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]; exit $?
+}
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+[ -x "$(command -v lmq-ioctl)" ] || { echo "1..0 # SKIP lmq-ioctl not installed"; exit 77; }
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+command -v lmq-hammer >/dev/null || { echo "1..0 # SKIP lmq-hammer not installed"; exit 77; }
+[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+M=/mnt/t51 W=/tmp/t51
+RT=${RACE_SECONDS:-8}		# fio runtime per mode
+mkdir -p $M $W
+# ext4 on the scratch disk: direct I/O to the backing file works on 6.1 too
+mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on /dev/vda"; t_done; }
+lmq_load 2 max_part=4 || { t_fail "load $LMQ_MOD"; t_done; }
+exec 7<$LMQ_CTL		# holds the module: every rmmod below must fail
+D=$(lmq_dev 0) S=$(lmq_sys 0)
+CYCLES=0
+
+# hammer_check NAME OUTFILE RC [min ok]: a hammer's result line and status
+hammer_check() {
+	local ok
+	ok=$(sed -n 's/.* iterations, \([0-9]*\) ok.*/\1/p' "$2")
+	t_diag "$(cat "$2")"
+	if [ "$3" -eq 0 ] && [ -n "$ok" ] && [ "$ok" -ge "${4:-1}" ]; then
+		t_ok "$1 ($ok ok)"
+	else
+		t_fail "$1: exit $3, ok='$ok' (want >= ${4:-1})"
+	fi
+	CYCLES=$((CYCLES + ${ok:-0}))
+}
+
+for mode in $LMQ_MODES; do
+	rm -f $M/img; truncate -s 64M $M/img
+	t_is "$(lmq-ioctl configure $D $M/img 8 0)" OK "$mode: attach with LO_FLAGS_PARTSCAN"
+	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	fio --name=race --filename=$D --rw=randrw --bs=4k --ioengine=libaio --iodepth=8 \
+		--direct=1 --size=32M --time_based --runtime=$RT --verify=crc32c \
+		--verify_backlog=32 --output-format=terse >$W/fio.out 2>&1 &
+	fpid=$!
+	sleep 1
+	H=$((RT - 3))
+	names=(status capacity blocksize dio openclose rescan rmmod)
+	lmq-hammer -t $H status $D >$W/h.status 2>&1 & p_status=$!
+	lmq-hammer -t $H capacity $D >$W/h.capacity 2>&1 & p_capacity=$!
+	lmq-hammer -t $H blocksize $D 512,4096,1024,4096 >$W/h.blocksize 2>&1 & p_blocksize=$!
+	lmq-hammer -t $H dio $D >$W/h.dio 2>&1 & p_dio=$!
+	lmq-hammer -t $H openclose $D >$W/h.openclose 2>&1 & p_openclose=$!
+	lmq-hammer -t $H rescan $D >$W/h.rescan 2>&1 & p_rescan=$!
+	lmq-hammer -t $H rmmod $LMQ_MOD >$W/h.rmmod 2>&1 & p_rmmod=$!
+	if lmq_is_mq; then
+		names+=(mode)
+		lmq-hammer -t $H sysfs $S/loopmq/mode direct,kthread,aio,auto >$W/h.mode 2>&1 &
+		p_mode=$!
+	fi
+	for n in "${names[@]}"; do
+		pv=p_$n
+		wait ${!pv}; rc=$?
+		case $n in
+		rmmod) hammer_check "$mode: rmmod attempts all refused" $W/h.$n $rc 0 ;;
+		*) hammer_check "$mode: $n hammer during fio" $W/h.$n $rc ;;
+		esac
+	done
+	# detach while fio still runs: autoclear, the device stays usable
+	t_is "$(lmq-ioctl clr-fd $D)" OK "$mode: LOOP_CLR_FD during fio"
+	wait $fpid; rc=$?
+	t_is "$rc" 0 "$mode: fio verified through all of it"
+	[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 15
+	lmq_wait_gone $S/loop/backing_file 50 && t_ok "$mode: unbound after fio closed it" ||
+		t_fail "$mode: still bound after the last close"
+done
+
+# LOOP_CHANGE_FD between identical files while a reader checks each read
+D1=$(lmq_dev 1)
+head -c 8M /dev/urandom >$M/a; cp $M/a $M/b; sync
+want=$(sha256sum <$M/a | cut -d' ' -f1)
+t_is "$(lmq-ioctl configure $D1 ro:$M/a 1 0)" OK "attach $D1 read-only"
+lmq-hammer -t 6 changefd $D1 $M/a $M/b >$W/h.changefd 2>&1 & hp=$!
+bad=0 reads=0
+while kill -0 $hp 2>/dev/null; do
+	got=$(dd if=$D1 bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
+	reads=$((reads + 1))
+	[ "$got" = "$want" ] || bad=$((bad + 1))
+done
+wait $hp; hammer_check "LOOP_CHANGE_FD hammer" $W/h.changefd $?
+t_is "$bad" 0 "$reads full reads during LOOP_CHANGE_FD all match"
+t_is "$(lmq-ioctl clr-fd $D1)" OK "detach $D1"
+
+# attach/detach of one device from three processes
+for i in 1 2 3; do truncate -s 4M $M/f$i; done
+for i in 1 2 3; do lmq-hammer -t 6 attach $D $M/f$i >$W/h.att$i 2>&1 & eval p$i=\$!; done
+lmq-hammer -t 5 rmmod $LMQ_MOD >$W/h.rmmod2 2>&1; hammer_check "rmmod refused during attach storm" $W/h.rmmod2 $? 0
+att=0
+for i in 1 2 3; do
+	pv=p$i; wait ${!pv}; rc=$?
+	t_diag "$(cat $W/h.att$i)"
+	t_is "$rc" 0 "attach/detach process $i: only EBUSY/ENXIO failures"
+	att=$((att + $(sed -n 's/.* iterations, \([0-9]*\) ok.*/\1/p' $W/h.att$i)))
+done
+[ "$att" -ge 30 ] && t_ok "attach/detach storm: $att successful attaches+detaches" ||
+	t_fail "attach/detach storm: only $att successful attaches+detaches"
+CYCLES=$((CYCLES + att))
+t_diag "race cycles (successful hammer operations): $CYCLES"
+exec 7<&-
+nb=0
+for d in /sys/block/$LMQ_NAME[0-9]*; do [ -e $d/loop/backing_file ] && nb=$((nb + 1)); done
+t_is "$nb" 0 "every device detached"
+umount $M
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done
