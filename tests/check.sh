@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The `make check` driver: builds, style, sparse, tools, harness self-tests,
+# then every tests/guest/*.sh in a guest of each kernel.
+#
+#   tests/check.sh [--quick] [--debug-only] [--kernel K]... [--no-selftest]
+#     --quick        no sparse, no self-tests, no debug kernel
+#     --debug-only   only the debug kernel: build it, run the guest tests on it
+#     --kernel K     guest runs only on K (6.1, 6.12, debug; repeatable)
+#     --no-selftest  skip tests/selftest/
+#
+# Prints one "ok N step" / "not ok N step" line per step, then
+# "N passed, N failed"; exits non-zero if any step failed.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+quick= debug_only= selftest=1 kernels=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1; selftest=; shift;;
+	--debug-only) debug_only=1; shift;;
+	--kernel) kernels+=("$2"); shift 2;;
+	--no-selftest) selftest=; shift;;
+	*) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
+	esac
+done
+have_debug=
+[ -x scripts/debug-kernel.sh ] && have_debug=1
+if [ ${#kernels[@]} -eq 0 ]; then
+	if [ -n "$debug_only" ]; then
+		kernels=(debug)
+	else
+		kernels=(6.1 6.12)
+		[ -n "$have_debug" ] && [ -z "$quick" ] && kernels+=(debug)
+	fi
+fi
+
+logdir=$top/build/check
+mkdir -p "$logdir"
+steps=() results=() npass=0 nfail=0
+step() {	# step "name" CMD...: run, show output, record the outcome
+	local name=$1 rc log
+	shift
+	log=$logdir/$(echo "$name" | tr -c 'A-Za-z0-9.-' '_').log
+	echo "=== $name"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	steps+=("$name")
+	if [ "$rc" -eq 0 ]; then
+		results+=(ok); npass=$((npass + 1)); echo "=== ok: $name"
+	else
+		results+=("not ok"); nfail=$((nfail + 1)); echo "=== not ok: $name (status $rc, log $log)"
+	fi
+	return "$rc"
+}
+
+guest_run() {	# guest_run K: every guest test on kernel K
+	tests/vm/run --kernel "$1" tests/guest/*.sh
+}
+
+t0=$(date +%s)
+if [ -z "$debug_only" ]; then
+	step "make modules-all" make --no-print-directory modules-all
+	step "make style" make --no-print-directory style
+	[ -z "$quick" ] && step "make sparse" make --no-print-directory sparse
+	[ -f tools/Makefile ] && step "make -C tools" make --no-print-directory -C tools
+	if [ -n "$selftest" ]; then
+		for s in tests/selftest/[0-9]*.sh; do
+			[ -f "$s" ] && step "selftest $(basename "$s" .sh)" "$s"
+		done
+	fi
+fi
+for k in "${kernels[@]}"; do
+	if [ "$k" = debug ]; then
+		if [ -z "$have_debug" ]; then
+			step "debug kernel" bash -c 'echo "scripts/debug-kernel.sh is missing"; exit 1'
+			continue
+		fi
+		step "build debug kernel" scripts/debug-kernel.sh --build || continue
+	fi
+	step "guest tests on $k" guest_run "$k"
+done
+
+echo
+echo "=== summary ($(($(date +%s) - t0))s)"
+for i in "${!steps[@]}"; do
+	echo "${results[i]} $((i + 1)) ${steps[i]}"
+done
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ] && [ "$npass" -gt 0 ]
