@@ -1,0 +1,223 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 41-loopmqctl-list: loopmqctl lists exactly what util-linux losetup lists.
+# (a) On the stock loop driver (through the tool's test-only
+#     LOOPMQCTL_PREFIX=loop) the two tools print the same -l table, --raw,
+#     -n, -J (every shared column), -a, -j and one-device lines for the same
+#     devices, and an attach made by either tool gives the same state.
+# (b) With loopmq: the same attach made by losetup on /dev/loopN and by
+#     loopmqctl on /dev/loopmqM lists identically on every shared column;
+#     util-linux losetup reads a loopmq device like loopmqctl does.
+# (c) Output formats: no devices -> nothing; JSON types; -O, +COL,
+#     --output-all, lower-case column names, escapes.
+# timeout: 300
+# ---- BEGIN loopmqctl preamble (identical in tests/guest/4x-*.sh)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+. /tests/lib/tap.sh
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	P=loop MOD=loop
+	export LOOPMQCTL_PREFIX=loop
+else
+	P=loopmq MOD=loopmq
+	unset LOOPMQCTL_PREFIX
+fi
+CTL=$(command -v loopmqctl) || skip_all "no loopmqctl in the guest"
+LOSETUP=
+for l in /usr/sbin/losetup /sbin/losetup /usr/bin/losetup /bin/losetup; do
+	[ -x "$l" ] && "$l" --version 2>/dev/null | grep -q util-linux && { LOSETUP=$l; break; }
+done
+is_mq() { [ "$P" = loopmq ]; }
+# run CMD...: $out (stdout), $err (stderr), $rc
+run() {
+	local e
+	e=$(mktemp)
+	out=$("$@" 2>"$e")
+	rc=$?
+	err=$(cat "$e")
+	rm -f "$e"
+	return 0
+}
+# sysv DEV REL: /sys/block/<dev>/REL
+sysv() { cat "/sys/block/${1##*/}/$2" 2>/dev/null; }
+bound() { [ -e "/sys/block/${1##*/}/loop/backing_file" ]; }
+# unbound DEV DESC: pass when DEV has no backing file
+unbound() { if bound "$1"; then fail "$2" "$1 is bound"; else pass "$2"; fi; }
+# nbound: how many of our devices are bound
+nbound() {
+	local d n=0
+	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
+	echo $n
+}
+# snapshot: every device of ours with its binding and mode, one per line
+snapshot() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d" ] || continue
+		echo "${d##*/} $(cat "$d/loop/backing_file" 2>/dev/null) $(cat "$d/loop/offset" 2>/dev/null) $(cat "$d/ro") $(cat "$d/loopmq/mode" 2>/dev/null) $(cat "$d/queue/logical_block_size")"
+	done
+}
+detach_all_ours() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$CTL" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	return 0
+}
+load_driver() {
+	modprobe "$MOD" "$@" || skip_all "cannot load $MOD"
+	for _ in $(seq 50); do [ -c /dev/$P-control ] && break; sleep 0.1; done
+	[ -c /dev/$P-control ] || skip_all "no /dev/$P-control"
+}
+# ---- END loopmqctl preamble
+
+W=/tmp/t41
+mkdir -p $W
+cleanup() {
+	detach_all_ours
+	for d in /sys/block/loop[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$LOSETUP" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	rm -rf $W
+}
+trap cleanup EXIT
+[ -n "$LOSETUP" ] || skip_all "no util-linux losetup"
+require_cmd jq
+load_driver
+is_mq && { modprobe loop || skip_all "cannot load the stock loop driver"; }
+for _ in $(seq 50); do [ -c /dev/loop-control ] && break; sleep 0.1; done
+LT() { LOOPMQCTL_PREFIX=loop "$CTL" "$@"; }
+SHARED=NAME,AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
+STATE=AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
+LDEF=NAME,SIZELIMIT,OFFSET,AUTOCLEAR,RO,BACK-FILE,DIO,LOG-SEC
+# util-linux 2.38 pads MAJ:MIN strings in JSON ("  7:0  "); compare trimmed
+TRIM='.loopdevices |= map(with_entries(if (.value | type) == "string" then .value |= gsub("^ +| +$"; "") else . end))'
+jnorm() { jq -S "$TRIM" 2>&1; }
+# same A B DESC: equal, else show a diff
+same() {
+	if [ "$1" = "$2" ]; then pass "$3"; else
+		fail "$3" "outputs differ"
+		diff <(printf '%s\n' "$1") <(printf '%s\n' "$2") | head -n 20 | sed 's/^/#   /'
+	fi
+}
+stock_bound() {
+	local d
+	for d in /sys/block/loop[0-9]*; do [ -e "$d/loop/backing_file" ] && echo "/dev/${d##*/}"; done
+}
+
+F=$W/a.img
+truncate -s 16M $F
+cp --sparse=always $F "$W/with space.img"
+
+# --- (c) nothing bound ------------------------------------------------------
+run "$CTL"
+is "$rc:$out" "0:" "no devices: no output at all, exit 0"
+run "$CTL" -l
+is "$rc:$out" "0:" "no devices: -l prints nothing"
+run "$CTL" -a
+is "$rc:$out" "0:" "no devices: -a prints nothing"
+run "$CTL" -l -J
+is "$rc:$(jq '.loopdevices | length' <<<"$out")" "0:0" "no devices: -l -J is an empty loopdevices array"
+
+# --- (a) the stock driver, both tools ---------------------------------------
+OPTS=("" "-o 4096 --sizelimit 1M -r" "-b 4096 -P" "--sizelimit 512")
+for o in "${OPTS[@]}"; do
+	# shellcheck disable=SC2086
+	DL=$("$LOSETUP" -f --show $o $F) || { fail "losetup -f --show $o"; continue; }
+	tag="losetup ${o:-(no options)} -> $DL"
+	same "$(LT -l -J -O $SHARED $DL | jnorm)" "$("$LOSETUP" -l -J -O $SHARED $DL | jnorm)" \
+		"$tag: -l -J identical on every shared column"
+	same "$(LT -l -O $LDEF $DL)" "$("$LOSETUP" -l $DL)" "$tag: -l table identical"
+	same "$(LT -l --raw -O $LDEF $DL)" "$("$LOSETUP" -l --raw $DL)" "$tag: --raw identical"
+	same "$(LT -l -n -O $LDEF $DL)" "$("$LOSETUP" -l -n $DL)" "$tag: -n identical"
+	same "$(LT -l -O BACK-INO,PARTSCAN,LOG-SEC $DL)" "$("$LOSETUP" -l -O BACK-INO,PARTSCAN,LOG-SEC $DL)" \
+		"$tag: -O BACK-INO,PARTSCAN,LOG-SEC table identical"
+	same "$(LT $DL)" "$("$LOSETUP" $DL)" "$tag: one-device line identical"
+	# the same attach by loopmqctl gives the same state
+	# shellcheck disable=SC2086
+	DT=$(LT -f --show $o $F) || { fail "loopmqctl -f --show $o (stock driver)"; continue; }
+	same "$("$LOSETUP" -l -J -O $STATE $DT | jnorm)" "$("$LOSETUP" -l -J -O $STATE $DL | jnorm)" \
+		"$tag: loopmqctl's attach ($DT) has the same state"
+done
+same "$(LT -a)" "$("$LOSETUP" -a)" "-a identical ($(stock_bound | wc -l) devices)"
+same "$(LT -l -O $LDEF)" "$("$LOSETUP" -l)" "-l of all devices identical"
+same "$(LT -l -J -O $LDEF | jnorm)" "$("$LOSETUP" -l -J | jnorm)" "-l -J of all devices identical"
+same "$(LT -j $F)" "$("$LOSETUP" -j $F)" "-j FILE identical"
+same "$(LT -j $F -o 4096)" "$("$LOSETUP" -j $F -o 4096)" "-j FILE -o 4096 identical"
+is "$(LT -j $F -o 4096 | wc -l)" 2 "-j FILE -o 4096 finds the two devices with that offset"
+DL=$("$LOSETUP" -f --show "$W/with space.img")
+same "$(LT -l --raw -O $LDEF $DL)" "$("$LOSETUP" -l --raw $DL)" "--raw escapes a blank like losetup"
+like "$(LT -l --raw -n -O BACK-FILE $DL)" 'with\\x20space' "--raw: blank as \\x20"
+is "$(LT -l -J -O BACK-FILE $DL | jq -r '.loopdevices[0]["back-file"]')" "$W/with space.img" \
+	"-J keeps the blank"
+for d in $(stock_bound); do "$LOSETUP" -d $d; done
+
+# --- (b) loopmq against the stock driver ------------------------------------
+if is_mq; then
+	for o in "${OPTS[@]}"; do
+		# shellcheck disable=SC2086
+		DL=$("$LOSETUP" -f --show $o $F) || { fail "losetup -f --show $o"; continue; }
+		# shellcheck disable=SC2086
+		DM=$("$CTL" -f --show $o $F) || { fail "loopmqctl -f --show $o"; continue; }
+		tag="${o:-(no options)}: $DL by losetup, $DM by loopmqctl"
+		same "$("$CTL" -l -J -O $STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O $STATE $DL | jnorm)" \
+			"$tag: identical on every shared column"
+		run "$LOSETUP" -l -J -O $SHARED $DM
+		if [ $rc -eq 0 ]; then
+			same "$("$CTL" -l -J -O $SHARED $DM | jnorm)" "$(jnorm <<<"$out")" \
+				"$tag: util-linux losetup reads $DM like loopmqctl"
+		else
+			fail "$tag: util-linux losetup reads $DM" "$err"
+		fi
+		"$CTL" -d $DM
+		"$LOSETUP" -d $DL
+	done
+	# an attach by util-linux losetup on a loopmq device
+	DM=$("$CTL" -f)
+	run "$LOSETUP" -o 8192 $DM $F
+	if [ $rc -eq 0 ]; then
+		pass "util-linux losetup attaches $DM"
+		is "$("$CTL" -l -n -O BACK-FILE,OFFSET $DM | tr -s ' ')" "$F 8192" \
+			"loopmqctl lists losetup's attach"
+		same "$("$CTL" -l -J -O $SHARED $DM | jnorm)" "$("$LOSETUP" -l -J -O $SHARED $DM | jnorm)" \
+			"both tools list losetup's attach identically"
+		check "loopmqctl -d detaches losetup's attach" "$CTL" -d $DM
+	else
+		fail "util-linux losetup attaches $DM" "$err"
+	fi
+else
+	skip "loopmq against the stock driver" "the driver under test is loop"
+fi
+
+# --- (c) formats ---------------------------------------------------------------
+D=$("$CTL" -f --show -o 512 $F)
+j=$("$CTL" -l -J --output-all $D)
+check "-J --output-all is valid JSON" jq -e . <<<"$j"
+is "$(jq -r '.loopdevices[0] | [(.name|type), (.autoclear|type), (."back-file"|type),
+	(."back-ino"|type), (."back-maj:min"|type), (."maj:min"|type), (.offset|type),
+	(.partscan|type), (.ro|type), (.sizelimit|type), (.dio|type), (."log-sec"|type)] | join(",")' <<<"$j")" \
+	"string,boolean,string,number,string,string,number,boolean,boolean,number,boolean,number" \
+	"JSON types as losetup's"
+is "$(jq -r '.loopdevices[0].offset' <<<"$j")" 512 "JSON offset value"
+is "$(jq -r '.loopdevices[0]."maj:min"' <<<"$j")" "$(sysv $D dev)" "MAJ:MIN is the device's"
+if is_mq; then
+	is "$(jq -r '.loopdevices[0].mode' <<<"$j")" "$(sysv $D loopmq/mode)" "JSON mode is sysfs mode"
+	is "$(jq -r '[.loopdevices[0] | .inline, ."aio-inline", ."aio-async", .kthread, .fallbacks | type] | unique | join(",")' <<<"$j")" \
+		number "stats columns are numbers"
+fi
+is "$(jq -r '.loopdevices[0] | keys | length' <<<"$j")" "$("$CTL" -h | awk '/^Available output columns/ { f = 1; next } f && NF' | wc -l)" \
+	"--output-all has every column of --help"
+is "$("$CTL" -l | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE" \
+	"default -l columns: losetup's plus MODE"
+is "$("$CTL" -l -n -O name,offset $D | tr -s ' ')" "$D 512" "-O takes lower-case names"
+is "$("$CTL" -l -O +MAJ:MIN $D | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE MAJ:MIN" \
+	"-O +COL appends to the default columns"
+is "$("$CTL" -l -n $D | wc -l)" 1 "-n: no header line"
+is "$("$CTL" $D)" "$D: [$(printf '%04d' "$(stat -c '%d' $F)")]:$(stat -c %i $F) ($F), offset 512" \
+	"one-device line: [devno]:inode (file), offset"
+is "$("$CTL" -l -J $D /dev/${P}0 2>/dev/null | jq '.loopdevices | length')" 2 "-l -J with two devices lists both (bound or not)"
+"$CTL" -d $D
+
+done_testing

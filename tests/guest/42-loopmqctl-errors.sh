@@ -1,0 +1,224 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 42-loopmqctl-errors: bad input, one check each: the message names the
+# object and the cause, the exit status is non-zero, and nothing changed
+# (no device bound, added or altered).  Missing file, directory, unreadable
+# file (as an unmapped user in a user namespace: root reads everything),
+# file on a read-only mount without -r, file not writable for the user,
+# unknown device, not-our device, busy device, sector size 1000, offset
+# past the end, negative/overflowing/junk numbers, unknown mode, unknown
+# column, conflicting options, options of another action, a failing step
+# after the attach (device detached again), module not loaded.
+# timeout: 300
+# ---- BEGIN loopmqctl preamble (identical in tests/guest/4x-*.sh)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+. /tests/lib/tap.sh
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	P=loop MOD=loop
+	export LOOPMQCTL_PREFIX=loop
+else
+	P=loopmq MOD=loopmq
+	unset LOOPMQCTL_PREFIX
+fi
+CTL=$(command -v loopmqctl) || skip_all "no loopmqctl in the guest"
+LOSETUP=
+for l in /usr/sbin/losetup /sbin/losetup /usr/bin/losetup /bin/losetup; do
+	[ -x "$l" ] && "$l" --version 2>/dev/null | grep -q util-linux && { LOSETUP=$l; break; }
+done
+is_mq() { [ "$P" = loopmq ]; }
+# run CMD...: $out (stdout), $err (stderr), $rc
+run() {
+	local e
+	e=$(mktemp)
+	out=$("$@" 2>"$e")
+	rc=$?
+	err=$(cat "$e")
+	rm -f "$e"
+	return 0
+}
+# sysv DEV REL: /sys/block/<dev>/REL
+sysv() { cat "/sys/block/${1##*/}/$2" 2>/dev/null; }
+bound() { [ -e "/sys/block/${1##*/}/loop/backing_file" ]; }
+# unbound DEV DESC: pass when DEV has no backing file
+unbound() { if bound "$1"; then fail "$2" "$1 is bound"; else pass "$2"; fi; }
+# nbound: how many of our devices are bound
+nbound() {
+	local d n=0
+	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
+	echo $n
+}
+# snapshot: every device of ours with its binding and mode, one per line
+snapshot() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d" ] || continue
+		echo "${d##*/} $(cat "$d/loop/backing_file" 2>/dev/null) $(cat "$d/loop/offset" 2>/dev/null) $(cat "$d/ro") $(cat "$d/loopmq/mode" 2>/dev/null) $(cat "$d/queue/logical_block_size")"
+	done
+}
+detach_all_ours() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$CTL" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	return 0
+}
+load_driver() {
+	modprobe "$MOD" "$@" || skip_all "cannot load $MOD"
+	for _ in $(seq 50); do [ -c /dev/$P-control ] && break; sleep 0.1; done
+	[ -c /dev/$P-control ] || skip_all "no /dev/$P-control"
+}
+# ---- END loopmqctl preamble
+
+W=/tmp/t42
+mkdir -p $W
+cleanup() {
+	detach_all_ours
+	umount $W/ro 2>/dev/null
+	rm -rf $W
+}
+trap cleanup EXIT
+load_driver
+
+F=$W/a.img
+truncate -s 8M $F
+mkdir -p $W/dir
+# state: our devices (bound or not, backing file, offset, ro, mode, block
+# size) and the number of stock loop devices
+state() { snapshot; ls -d /sys/block/loop[0-9]* 2>/dev/null | wc -l; }
+
+# bad DESC 'ERE for stderr' CMD...: fails, says so, changes nothing
+bad() {
+	local d=$1 re=$2 before after
+	shift 2
+	before=$(state)
+	run "$@"
+	after=$(state)
+	if [ $rc -eq 0 ]; then
+		fail "$d" "'$*' succeeded"
+	elif [[ ! $err =~ $re ]]; then
+		fail "$d" "message '$err' does not match /$re/"
+	elif [ -n "$out" ]; then
+		fail "$d" "printed '$out' on stdout"
+	elif [ "$before" != "$after" ]; then
+		fail "$d" "state changed: '$before' -> '$after'"
+	else
+		pass "$d (exit $rc: $err)"
+	fi
+}
+
+# a bound device for the busy / live cases
+B=$("$CTL" -f --show $F) || skip_all "cannot attach $F"
+Bn=${B#/dev/$P}
+
+bad "missing file" "^loopmqctl: $W/nope: cannot open backing file: No such file or directory\$" \
+	"$CTL" -f $W/nope
+bad "directory" "^loopmqctl: $W/dir: .*Is a directory\$" "$CTL" -f $W/dir
+bad "character device as backing file" "^loopmqctl: /dev/null: .*not a regular file or block device" \
+	"$CTL" -f /dev/null
+chmod 0600 $F
+bad "unreadable file (unmapped user)" "^loopmqctl: $F: cannot open backing file.*Permission denied" \
+	unshare -U "$CTL" -f $F
+chmod 0644 $F
+bad "file not writable for the user, without -r" \
+	"^loopmqctl: $F: cannot open backing file read-write: Permission denied \(use -r/--read-only" \
+	unshare -U "$CTL" -f $F
+# a read-only mount: root cannot write there either
+mkdir -p $W/ro
+if mount -t tmpfs -o size=16m tmpfs $W/ro && truncate -s 4M $W/ro/r.img &&
+	mount -o remount,ro $W/ro; then
+	bad "file on a read-only mount without -r" \
+		"^loopmqctl: $W/ro/r.img: cannot open backing file read-write: Read-only file system \(use -r/--read-only to attach it read-only\)\$" \
+		"$CTL" -f $W/ro/r.img
+	run "$CTL" -f --show -r $W/ro/r.img
+	is "$rc" 0 "the same file with -r attaches (control)"
+	[ $rc -eq 0 ] && { is "$(sysv $out ro)" 1 "and is read-only"; "$CTL" -d $out; }
+else
+	skip "file on a read-only mount" "cannot make a read-only tmpfs"
+fi
+bad "unknown device" "^loopmqctl: /dev/${P}999: cannot open device: No such file or directory\$" \
+	"$CTL" /dev/${P}999 $F
+bad "unknown device by index" "^loopmqctl: /dev/${P}999: cannot open device: No such file or directory\$" \
+	"$CTL" -d 999
+bad "a block device that is not ours" "^loopmqctl: /dev/vda: not a $P device" "$CTL" -d /dev/vda
+bad "a name that is not ours" "^loopmqctl: sda1: not a $P device" "$CTL" sda1 $F
+bad "busy device (already bound)" \
+	"^loopmqctl: $B: attach failed \(bound to $F\): Device or resource busy\$" "$CTL" $B $F
+for s in 1000 0 256 8192 -512; do
+	bad "sector size $s" "^loopmqctl: invalid sector size '$s'" "$CTL" -f -b $s $F
+done
+bad "live sector size 1000" "^loopmqctl: invalid sector size '1000'" "$CTL" -b 1000 $B
+bad "offset past the end of the file" \
+	"^loopmqctl: $F: offset 9437184 is past the end of the file \(size 8388608\)\$" "$CTL" -f -o 9M $F
+bad "offset equal to the file size" "^loopmqctl: $F: offset 8388608 is past the end" "$CTL" -f -o 8M $F
+bad "negative offset" "^loopmqctl: invalid offset '-1': not a non-negative number\$" "$CTL" -f -o -1 $F
+bad "negative sizelimit" "^loopmqctl: invalid sizelimit '-4096'" "$CTL" -f --sizelimit -4096 $F
+bad "overflowing offset" "^loopmqctl: invalid offset '18446744073709551616': Numerical result out of range\$" \
+	"$CTL" -f -o 18446744073709551616 $F
+bad "overflowing suffix" "^loopmqctl: invalid sizelimit '16E': Numerical result out of range\$" \
+	"$CTL" -f --sizelimit 16E $F
+bad "junk after a number" "^loopmqctl: invalid offset '12abc'" "$CTL" -f -o 12abc $F
+bad "empty number" "^loopmqctl: invalid offset ''" "$CTL" -f -o '' $F
+bad "unknown mode at attach" "^loopmqctl: unknown mode 'fast' \(expected direct, kthread, aio or auto\)\$" \
+	"$CTL" -f --mode fast $F
+bad "unknown mode live" "^loopmqctl: unknown mode 'AIO'" "$CTL" --mode AIO $B
+bad "unknown --direct-io value" "^loopmqctl: invalid --direct-io argument 'yes'" "$CTL" -f --direct-io=yes $F
+bad "unknown column" "^loopmqctl: unknown column: FOO\$" "$CTL" -l -O NAME,FOO
+bad "empty column list" "^loopmqctl: no columns" "$CTL" -l -O ,
+bad "conflicting actions -d -f" "^loopmqctl: options --find and --detach are mutually exclusive" \
+	"$CTL" -f -d $B
+bad "conflicting actions -a -j" "^loopmqctl: options --all and --associated are mutually exclusive" \
+	"$CTL" -a -j $F
+bad "conflicting -D -c" "^loopmqctl: options --detach-all and --set-capacity are mutually exclusive" \
+	"$CTL" -D -c
+bad "conflicting --json --raw" "^loopmqctl: options --json and --raw are mutually exclusive" \
+	"$CTL" -l -J --raw
+bad "--output with --output-all" "mutually exclusive" "$CTL" -O NAME --output-all
+bad "--offset with -d" "^loopmqctl: option --offset is only allowed when attaching" "$CTL" -d -o 0 $B
+bad "--read-only on a bound device" "^loopmqctl: option --read-only is only allowed when attaching" \
+	"$CTL" -r $B
+bad "--json with a setup" "^loopmqctl: option --json is only allowed when listing" "$CTL" -J -f $F
+bad "--show without a setup" "^loopmqctl: option --show is only allowed when attaching" "$CTL" --show -a
+bad "--mode with -d" "^loopmqctl: option --mode is only allowed" "$CTL" -d --mode aio $B
+bad "-f with a device and a file" "^loopmqctl: option --find takes at most one file" "$CTL" -f $B $F
+bad "-D with a device" "^loopmqctl: option --detach-all takes no device" "$CTL" -D $B
+bad "-d without a device" "^loopmqctl: option --detach needs a device" "$CTL" -d
+bad "-c with two devices" "^loopmqctl: option --set-capacity needs exactly one device" "$CTL" -c $B $B
+bad "too many arguments" "^loopmqctl: too many arguments" "$CTL" $B $F $F
+bad "unknown option" "unrecognized option '--frobnicate'" "$CTL" --frobnicate
+bad "show an unbound device" "^loopmqctl: /dev/$P[0-9]+: .*No such device or address" \
+	"$CTL" "$("$CTL" -f)"
+bad "detach an unbound device" "^loopmqctl: /dev/$P[0-9]+: detach failed: No such device or address\$" \
+	"$CTL" -d "$("$CTL" -f)"
+is "$(sysv $B loop/backing_file)" "$F" "the bound device is still bound to its file"
+
+# a step after the attach fails: the device must be detached again.  The
+# stock driver has no LOOPMQ_SET_MODE, so --mode fails there after attach.
+modprobe loop
+for _ in $(seq 50); do [ -c /dev/loop-control ] && break; sleep 0.1; done
+before=$(for d in /sys/block/loop[0-9]*; do [ -e $d/loop/backing_file ] && echo $d; done)
+run env LOOPMQCTL_PREFIX=loop "$CTL" -f --mode aio $F
+after=$(for d in /sys/block/loop[0-9]*; do [ -e $d/loop/backing_file ] && echo $d; done)
+is "$rc" 1 "stock loop + --mode: exit 1"
+like "$err" "^loopmqctl: /dev/loop[0-9]+: set mode failed \(device detached again\): " \
+	"stock loop + --mode: says which step failed ($err)"
+is "$after" "$before" "stock loop + --mode: no device left bound"
+
+# module not loaded
+detach_all_ours
+if modprobe -r $MOD 2>/dev/null && [ ! -e /dev/$P-control ]; then
+	hint="\(is the $P module loaded\? try 'modprobe $P'\)\$"
+	bad "module not loaded: -f FILE" "^loopmqctl: /dev/$P-control: cannot open control device: No such file or directory $hint" \
+		"$CTL" -f $F
+	bad "module not loaded: -f" "^loopmqctl: /dev/$P-control: .*$hint" "$CTL" -f
+	bad "module not loaded: -d" "^loopmqctl: /dev/${P}0: cannot open device: No such file or directory $hint" \
+		"$CTL" -d /dev/${P}0
+	run "$CTL"
+	is "$rc:$out" "0:" "module not loaded: listing prints nothing, exit 0"
+else
+	skip "module not loaded" "cannot unload $MOD"
+fi
+
+done_testing

@@ -1,0 +1,164 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 43-loopmqctl-stats: loopmqctl's modes and statistics against the driver's
+# own view (sysfs loopmq/mode and loopmq/stats): --mode at attach and live,
+# --stats (table and JSON) equal to the sysfs counters, the -l stats
+# columns equal to --stats, --reset-stats zeroes them, and the counters
+# move on the path each mode promises (kthread mode: only kthread; direct:
+# inline, kthread only for counted fallbacks; aio: never inline).
+# loopmq only (skipped on the stock loop driver, which has no modes).
+# timeout: 300
+# ---- BEGIN loopmqctl preamble (identical in tests/guest/4x-*.sh)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+. /tests/lib/tap.sh
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	P=loop MOD=loop
+	export LOOPMQCTL_PREFIX=loop
+else
+	P=loopmq MOD=loopmq
+	unset LOOPMQCTL_PREFIX
+fi
+CTL=$(command -v loopmqctl) || skip_all "no loopmqctl in the guest"
+LOSETUP=
+for l in /usr/sbin/losetup /sbin/losetup /usr/bin/losetup /bin/losetup; do
+	[ -x "$l" ] && "$l" --version 2>/dev/null | grep -q util-linux && { LOSETUP=$l; break; }
+done
+is_mq() { [ "$P" = loopmq ]; }
+# run CMD...: $out (stdout), $err (stderr), $rc
+run() {
+	local e
+	e=$(mktemp)
+	out=$("$@" 2>"$e")
+	rc=$?
+	err=$(cat "$e")
+	rm -f "$e"
+	return 0
+}
+# sysv DEV REL: /sys/block/<dev>/REL
+sysv() { cat "/sys/block/${1##*/}/$2" 2>/dev/null; }
+bound() { [ -e "/sys/block/${1##*/}/loop/backing_file" ]; }
+# unbound DEV DESC: pass when DEV has no backing file
+unbound() { if bound "$1"; then fail "$2" "$1 is bound"; else pass "$2"; fi; }
+# nbound: how many of our devices are bound
+nbound() {
+	local d n=0
+	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
+	echo $n
+}
+# snapshot: every device of ours with its binding and mode, one per line
+snapshot() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d" ] || continue
+		echo "${d##*/} $(cat "$d/loop/backing_file" 2>/dev/null) $(cat "$d/loop/offset" 2>/dev/null) $(cat "$d/ro") $(cat "$d/loopmq/mode" 2>/dev/null) $(cat "$d/queue/logical_block_size")"
+	done
+}
+detach_all_ours() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$CTL" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	return 0
+}
+load_driver() {
+	modprobe "$MOD" "$@" || skip_all "cannot load $MOD"
+	for _ in $(seq 50); do [ -c /dev/$P-control ] && break; sleep 0.1; done
+	[ -c /dev/$P-control ] || skip_all "no /dev/$P-control"
+}
+# ---- END loopmqctl preamble
+
+is_mq || skip_all "the stock loop driver has no modes or statistics"
+require_cmd jq
+W=/tmp/t43
+mkdir -p $W
+cleanup() { detach_all_ours; rm -rf $W; }
+trap cleanup EXIT
+load_driver
+
+F=$W/a.img
+head -c 8M /dev/urandom >$F
+# counters of DEV: "name value" lines as sysfs has them, from the tool
+tool_stats() { "$CTL" --stats -n --raw "$1" | awk -v d="$1" '$1 == d && $2 != "mode" { print $2, $3 }'; }
+jstat() { "$CTL" --stats -J "$1" | jq -r ".loopdevices[0] | $2"; }
+NREQ=64
+io() { dd if="$1" of=/dev/null bs=4k count=$NREQ iflag=direct status=none; }
+
+for m in direct kthread aio auto; do
+	D=$("$CTL" -f --show --mode $m $F) || { fail "attach --mode $m"; continue; }
+	is "$(sysv $D loopmq/mode)" $m "$m: sysfs mode after --mode $m"
+	check "$m: --reset-stats" "$CTL" --reset-stats $D
+	is "$(awk '{ s += $2 } END { print s + 0 }' /sys/block/${D##*/}/loopmq/stats)" 0 \
+		"$m: sysfs counters are all 0 after --reset-stats"
+	io $D
+	sys=$(cat /sys/block/${D##*/}/loopmq/stats)
+	same_out=$(tool_stats $D)
+	if [ "$same_out" = "$sys" ]; then pass "$m: --stats equals sysfs loopmq/stats"; else
+		fail "$m: --stats equals sysfs loopmq/stats" "tool: $(echo $same_out) / sysfs: $(echo $sys)"
+	fi
+	j=$("$CTL" --stats -J $D)
+	check "$m: --stats -J is valid JSON" jq -e . <<<"$j"
+	is "$(jq -r '.loopdevices[0].name' <<<"$j")" "$D" "$m: JSON name"
+	is "$(jq -r '.loopdevices[0].mode' <<<"$j")" "$m" "$m: JSON mode"
+	is "$(jq -r '.loopdevices[0].paths | keys_unsorted | join(",")' <<<"$j")" \
+		"inline,aio_inline,aio_async,kthread" "$m: JSON paths"
+	is "$(jq -r '.loopdevices[0].fallbacks | keys_unsorted | join(",")' <<<"$j")" \
+		"stack,journal,reclaim,nested,op,eagain,adaptive,nonowait" "$m: JSON fallbacks"
+	read -r inl ain aas kth fbs err <<<"$(jq -r '.loopdevices[0] | [.paths.inline,
+		.paths.aio_inline, .paths.aio_async, .paths.kthread,
+		([.fallbacks[]] | add), .errors] | map(tostring) | join(" ")' <<<"$j")"
+	diag "$m after $NREQ direct 4k reads: inline=$inl aio_inline=$ain aio_async=$aas kthread=$kth fallbacks=$fbs"
+	total=$((inl + ain + aas + kth))
+	[ $total -ge $NREQ ] && pass "$m: every request counted on a path ($total >= $NREQ)" ||
+		fail "$m: every request counted on a path" "$total < $NREQ"
+	is "$err" 0 "$m: no errors"
+	is "$("$CTL" -l -n --raw -O INLINE,AIO-INLINE,AIO-ASYNC,KTHREAD,FALLBACKS $D)" \
+		"$inl $ain $aas $kth $fbs" "$m: -l stats columns equal --stats"
+	case $m in
+	kthread)
+		is "$inl/$ain/$aas" 0/0/0 "kthread: nothing inline or aio"
+		[ $kth -ge $NREQ ] && pass "kthread: all on the kthread ($kth)" ||
+			fail "kthread: all on the kthread" "kthread=$kth";;
+	direct)
+		is "$ain/$aas" 0/0 "direct: no aio"
+		is "$kth" "$fbs" "direct: the kthread ran only counted fallbacks"
+		[ $inl -gt 0 ] && pass "direct: reads ran inline ($inl)" || fail "direct: reads ran inline" "inline=0";;
+	aio)
+		is "$inl" 0 "aio: nothing inline"
+		is "$kth" "$fbs" "aio: the kthread ran only counted fallbacks";;
+	esac
+	check "$m: --reset-stats again" "$CTL" --reset-stats $D
+	is "$(tool_stats $D | awk '{ s += $2 } END { print s + 0 }')" 0 "$m: the tool reads zeros"
+	"$CTL" -d $D
+done
+
+# live switch, and the tool reads the driver's state, not its own idea
+D=$("$CTL" -f --show --mode kthread $F)
+echo aio >/sys/block/${D##*/}/loopmq/mode
+is "$("$CTL" -l -n -O MODE $D)" aio "-l shows a mode set through sysfs"
+is "$(jstat $D .mode)" aio "--stats shows a mode set through sysfs"
+check "live --mode direct" "$CTL" --mode direct $D
+is "$(sysv $D loopmq/mode)" direct "live --mode direct reached sysfs"
+"$CTL" --reset-stats $D
+io $D
+k=$(jstat $D .paths.kthread) f=$(jstat $D '[.fallbacks[]] | add')
+is "$k" "$f" "after the live switch to direct: kthread only for fallbacks"
+check "live --mode kthread" "$CTL" --mode kthread $D
+"$CTL" --reset-stats $D
+io $D
+[ "$(jstat $D .paths.kthread)" -ge $NREQ ] && pass "after the live switch to kthread: all on the kthread" ||
+	fail "after the live switch to kthread: all on the kthread" "$(jstat $D .paths)"
+check "--reset-stats via sysfs write" sh -c "echo 0 >/sys/block/${D##*/}/loopmq/stats"
+is "$(jstat $D '[.paths[]] | add')" 0 "sysfs reset seen by the tool"
+
+# --stats without a device: every bound device
+D2=$("$CTL" -f --show $F)
+is "$("$CTL" --stats -n | awk '{ print $1 }' | sort -u | tr '\n' ' ')" "$(printf '%s\n' $D $D2 | sort | tr '\n' ' ')" \
+	"--stats without a device covers every bound device"
+is "$("$CTL" --stats -J | jq '.loopdevices | length')" 2 "--stats -J without a device: two entries"
+"$CTL" -d $D2
+"$CTL" -d $D
+
+done_testing
