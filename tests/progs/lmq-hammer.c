@@ -267,7 +267,11 @@ int main(int argc, char **argv)
 		if (!strcmp(op, "attach")) {
 			/* open per cycle: a detach while another process has
 			 * the device open is only done at its last close */
-			fd = xopen(argv[0], O_RDWR);
+			fd = open(argv[0], O_RDWR | O_CLOEXEC);
+			if (fd < 0) {	/* ENXIO while it is being detached */
+				note(-1, errno);
+				continue;
+			}
 			rc = call(fd, LOOP_SET_FD, fa, "LOOP_SET_FD");
 			note(rc, errno);
 			if (rc == 0) {
