@@ -137,7 +137,7 @@ c_changefd_ok() {
 	local rc data
 	r configure ${P}0 ro:$W/a 1 0 >/dev/null
 	rc=$(r -r change-fd ${P}0 ro:$W/b)
-	data=$(dd if=${P}0 bs=8 count=1 iflag=direct status=none 2>/dev/null)
+	data=$(dd if=${P}0 bs=512 count=1 iflag=direct status=none 2>/dev/null | head -c 8)
 	echo "$rc:$data"; unbind
 }
 c_ctl_remove_bound() { r set-fd ${P}2 $W/a >/dev/null; r ctl-remove $C 2; unbind; }
