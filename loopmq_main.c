@@ -1,16 +1,1469 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopmq: a loop block device on blk-mq with per-request dispatch.
+ * loopmq: a loop block device on blk-mq that chooses, per request, whether
+ * to run it in queue_rq, hand it to a kthread, or submit it as NOWAIT aio.
+ *
+ * This file: module parameters, the control device, device lifecycle, the
+ * loop-compatible ioctls and sysfs.  The I/O path is in loopmq_io.c and
+ * loopmq_aio.c.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/compat.h>
+#include <linux/file.h>
+#include <linux/idr.h>
+#include <linux/kthread.h>
+#include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/namei.h>
+#include <linux/pagemap.h>
+#include <linux/sched/task_stack.h>
+#include <linux/stat.h>
+#include <linux/statfs.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <uapi/linux/magic.h>
+
+#include "loopmq.h"
+#include "loopmq_compat.h"
+
+static const char * const loopmq_mode_names[LOOPMQ_MODE_NR] = {
+	[LOOPMQ_MODE_DIRECT]	= "direct",
+	[LOOPMQ_MODE_KTHREAD]	= "kthread",
+	[LOOPMQ_MODE_AIO]	= "aio",
+	[LOOPMQ_MODE_AUTO]	= "auto",
+};
+
+/* ---- module parameters: defaults for new devices ---- */
+
+int loopmq_default_mode = LOOPMQ_MODE_AUTO;
+
+static int loopmq_param_set_mode(const char *val, const struct kernel_param *kp)
+{
+	int mode = sysfs_match_string(loopmq_mode_names, val);
+
+	if (mode < 0) {
+		pr_err("mode=%s: expected direct, kthread, aio or auto\n", val);
+		return -EINVAL;
+	}
+	*(int *)kp->arg = mode;
+	return 0;
+}
+
+static int loopmq_param_get_mode(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", loopmq_mode_names[*(int *)kp->arg]);
+}
+
+static const struct kernel_param_ops loopmq_mode_ops = {
+	.set	= loopmq_param_set_mode,
+	.get	= loopmq_param_get_mode,
+};
+
+module_param_cb(mode, &loopmq_mode_ops, &loopmq_default_mode, 0644);
+MODULE_PARM_DESC(mode, "Dispatch mode of new devices: direct, kthread, aio or auto. Default: auto");
+
+/* A bounded unsigned parameter; the bounds live in the kernel_param. */
+struct loopmq_uint_param {
+	unsigned int	*var;
+	unsigned int	min, max;
+};
+
+static int loopmq_param_set_uint(const char *val, const struct kernel_param *kp)
+{
+	const struct loopmq_uint_param *p = kp->arg;
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret || v < p->min || v > p->max) {
+		pr_err("%s=%s: expected an integer from %u to %u\n",
+		       kp->name, val, p->min, p->max);
+		return -EINVAL;
+	}
+	*p->var = v;
+	return 0;
+}
+
+static int loopmq_param_get_uint(char *buf, const struct kernel_param *kp)
+{
+	const struct loopmq_uint_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", *p->var);
+}
+
+static const struct kernel_param_ops loopmq_uint_ops = {
+	.set	= loopmq_param_set_uint,
+	.get	= loopmq_param_get_uint,
+};
+
+static unsigned int g_nr_devices = 1;
+static struct loopmq_uint_param loopmq_p_nr_devices = {
+	.var = &g_nr_devices, .min = 0, .max = 1024,
+};
+
+module_param_cb(nr_devices, &loopmq_uint_ops, &loopmq_p_nr_devices, 0444);
+MODULE_PARM_DESC(nr_devices, "Devices created at load time (0-1024). Default: 1");
+
+static unsigned int g_max_part;
+static struct loopmq_uint_param loopmq_p_max_part = {
+	.var = &g_max_part, .min = 0, .max = 255,
+};
+
+module_param_cb(max_part, &loopmq_uint_ops, &loopmq_p_max_part, 0444);
+MODULE_PARM_DESC(max_part, "Maximum partitions per device (0-255). Default: 0");
+
+static unsigned int g_hw_queue_depth = 128;
+static struct loopmq_uint_param loopmq_p_hw_queue_depth = {
+	.var = &g_hw_queue_depth, .min = 1, .max = 4096,
+};
+
+module_param_cb(hw_queue_depth, &loopmq_uint_ops, &loopmq_p_hw_queue_depth, 0444);
+MODULE_PARM_DESC(hw_queue_depth, "Queue depth of each hardware queue (1-4096). Default: 128");
+
+static unsigned int g_nr_hw_queues;
+static struct loopmq_uint_param loopmq_p_nr_hw_queues = {
+	.var = &g_nr_hw_queues, .min = 0, .max = 1024,
+};
+
+module_param_cb(nr_hw_queues, &loopmq_uint_ops, &loopmq_p_nr_hw_queues, 0444);
+MODULE_PARM_DESC(nr_hw_queues, "Hardware queues per device, 0 for one per CPU (0-1024). Default: 0");
+
+unsigned int loopmq_stack_reserve = 8192;
+static struct loopmq_uint_param loopmq_p_stack_reserve = {
+	.var = &loopmq_stack_reserve, .min = 1024, .max = THREAD_SIZE,
+};
+
+module_param_cb(stack_reserve, &loopmq_uint_ops, &loopmq_p_stack_reserve, 0644);
+MODULE_PARM_DESC(stack_reserve,
+		 "Bytes of stack that must be free to run a request inline; less sends it to the kthread (1024-THREAD_SIZE). Default: 8192");
+
+/* ---- globals ---- */
+
+static int loopmq_major;
+static int loopmq_part_shift;
+static DEFINE_IDR(loopmq_idr);
+/* Protects loopmq_idr and every device's idr_visible. */
+static DEFINE_MUTEX(loopmq_ctl_mutex);
+/*
+ * Held across every bind and unbind, so the backing chain of any device
+ * (loopmq on a file on loopmq ...) can be walked without it changing.
+ * Taken before a device's own mutex.
+ */
+static DEFINE_MUTEX(loopmq_bind_mutex);
+
+static const struct block_device_operations loopmq_fops;
+
+static bool loopmq_is_loopmq_file(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	return S_ISBLK(inode->i_mode) &&
+	       I_BDEV(inode)->bd_disk->fops == &loopmq_fops;
+}
+
+/* ---- size, limits and direct I/O ---- */
+
+static loff_t loopmq_backing_size(struct file *file, loff_t offset,
+				  loff_t sizelimit)
+{
+	loff_t size = i_size_read(file->f_mapping->host);
+
+	size = size > offset ? size - offset : 0;
+	if (sizelimit > 0 && sizelimit < size)
+		size = sizelimit;
+	return size >> SECTOR_SHIFT;
+}
+
+static void loopmq_set_size(struct loopmq_device *lo, sector_t sectors)
+{
+	if (!set_capacity_and_notify(lo->disk, sectors))
+		kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
+}
+
+/* The backing's direct I/O offset alignment, 0 if it cannot do O_DIRECT. */
+static unsigned int loopmq_dio_align(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+	struct kstat st;
+
+	if (!(file->f_mode & FMODE_CAN_ODIRECT))
+		return 0;
+	if (S_ISBLK(inode->i_mode))
+		return bdev_logical_block_size(I_BDEV(inode));
+	if (!vfs_getattr(&file->f_path, &st, STATX_DIOALIGN,
+			 AT_STATX_SYNC_AS_STAT) &&
+	    (st.result_mask & STATX_DIOALIGN))
+		return st.dio_offset_align;
+	if (inode->i_sb->s_bdev)
+		return bdev_logical_block_size(inode->i_sb->s_bdev);
+	return 0;
+}
+
+static bool loopmq_can_dio(struct loopmq_device *lo, struct file *file,
+			   unsigned int lbs)
+{
+	unsigned int align = loopmq_dio_align(file);
+
+	return align && !(lo->b.offset & (align - 1)) && !(lbs & (align - 1)) &&
+	       align <= lbs;
+}
+
+/*
+ * Decide the per-file I/O properties.  Called with the queue frozen or
+ * before the device is live.  The LO_FLAGS_DIRECT_IO flag reports what is
+ * really used, as the stock driver does.
+ */
+static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
+{
+	struct file *file = lo->b.file;
+	struct inode *inode = file->f_mapping->host;
+
+	lo->b.use_dio = lo->want_dio && loopmq_can_dio(lo, file, lbs);
+	lo->b.is_reg = S_ISREG(inode->i_mode);
+	lo->b.read_only = lo->lo_flags & LO_FLAGS_READ_ONLY;
+	lo->b.never_blocks = !lo->b.use_dio &&
+			     inode->i_sb->s_magic == TMPFS_MAGIC;
+	lo->b.nowait_read = file->f_mode & FMODE_NOWAIT;
+	lo->b.nowait_write = (file->f_mode & FMODE_NOWAIT) &&
+			     (lo->b.use_dio ||
+			      loopmq_file_buffered_nowait_write(file));
+	if (lo->b.use_dio)
+		lo->lo_flags |= LO_FLAGS_DIRECT_IO;
+	else
+		lo->lo_flags &= ~LO_FLAGS_DIRECT_IO;
+}
+
+static void loopmq_fill_limits(struct loopmq_device *lo, unsigned int lbs,
+			       struct loopmq_limits *l)
+{
+	struct file *file = lo->b.file;
+	struct inode *inode = file->f_mapping->host;
+	bool ro = lo->lo_flags & LO_FLAGS_READ_ONLY;
+	struct kstatfs sbuf;
+
+	memset(l, 0, sizeof(*l));
+	l->logical_block_size = lbs;
+	l->write_cache = !ro && file->f_op->fsync;
+	l->fua = l->write_cache;
+	if (ro || lo->discard_off)
+		return;
+	if (S_ISBLK(inode->i_mode)) {
+		struct block_device *bdev = I_BDEV(inode);
+		unsigned int wz = loopmq_max_write_zeroes(bdev_get_queue(bdev));
+
+		/* Discard becomes zero-out below, so it follows zeroing. */
+		l->max_discard_sectors = wz;
+		l->max_write_zeroes_sectors = wz;
+		l->discard_granularity = bdev_discard_granularity(bdev) ?:
+					 bdev_physical_block_size(bdev);
+	} else if (file->f_op->fallocate && !vfs_statfs(&file->f_path, &sbuf)) {
+		l->max_discard_sectors = UINT_MAX >> SECTOR_SHIFT;
+		l->max_write_zeroes_sectors = UINT_MAX >> SECTOR_SHIFT;
+		l->discard_granularity = sbuf.f_bsize;
+	}
+}
+
+static unsigned int loopmq_lbs(struct loopmq_device *lo)
+{
+	return queue_logical_block_size(lo->disk->queue);
+}
+
+static int loopmq_apply(struct loopmq_device *lo, unsigned int lbs)
+{
+	struct loopmq_limits l;
+
+	loopmq_fill_limits(lo, lbs, &l);
+	return loopmq_apply_limits(lo->disk->queue, &l);
+}
+
+/* Called from the I/O path's work item when fallocate said EOPNOTSUPP. */
+void loopmq_discard_work(struct work_struct *work)
+{
+	struct loopmq_device *lo = container_of(work, struct loopmq_device,
+						discard_work);
+
+	mutex_lock(&lo->mutex);
+	if (lo->state == LOOPMQ_BOUND) {
+		blk_mq_freeze_queue(lo->disk->queue);
+		loopmq_apply(lo, loopmq_lbs(lo));
+		blk_mq_unfreeze_queue(lo->disk->queue);
+	}
+	mutex_unlock(&lo->mutex);
+}
+
+/* ---- sysfs: /sys/block/loopmqN/loop/, as the stock driver ---- */
+
+static struct loopmq_device *loopmq_dev_of(struct device *dev)
+{
+	return dev_to_disk(dev)->private_data;
+}
+
+static ssize_t backing_file_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct loopmq_device *lo = loopmq_dev_of(dev);
+	char *p = NULL;
+	ssize_t len;
+
+	spin_lock(&lo->file_lock);
+	if (lo->b.file)
+		p = file_path(lo->b.file, buf, PAGE_SIZE - 1);
+	spin_unlock(&lo->file_lock);
+	if (IS_ERR_OR_NULL(p))
+		return p ? PTR_ERR(p) : 0;
+	len = strlen(p);
+	memmove(buf, p, len);
+	buf[len++] = '\n';
+	buf[len] = 0;
+	return len;
+}
+
+static ssize_t offset_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  (unsigned long long)loopmq_dev_of(dev)->b.offset);
+}
+
+static ssize_t sizelimit_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  (unsigned long long)loopmq_dev_of(dev)->sizelimit);
+}
+
+static ssize_t loopmq_flag_show(struct device *dev, char *buf, int flag)
+{
+	return sysfs_emit(buf, "%d\n",
+			  !!(READ_ONCE(loopmq_dev_of(dev)->lo_flags) & flag));
+}
+
+static ssize_t autoclear_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return loopmq_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
+}
+
+static ssize_t partscan_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return loopmq_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
+}
+
+static ssize_t dio_show(struct device *dev, struct device_attribute *attr,
+			char *buf)
+{
+	return loopmq_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
+}
+
+static DEVICE_ATTR_RO(backing_file);
+static DEVICE_ATTR_RO(offset);
+static DEVICE_ATTR_RO(sizelimit);
+static DEVICE_ATTR_RO(autoclear);
+static DEVICE_ATTR_RO(partscan);
+static DEVICE_ATTR_RO(dio);
+
+static struct attribute *loopmq_loop_attrs[] = {
+	&dev_attr_backing_file.attr,
+	&dev_attr_offset.attr,
+	&dev_attr_sizelimit.attr,
+	&dev_attr_autoclear.attr,
+	&dev_attr_partscan.attr,
+	&dev_attr_dio.attr,
+	NULL,
+};
+
+static const struct attribute_group loopmq_loop_group = {
+	.name	= "loop",
+	.attrs	= loopmq_loop_attrs,
+};
+
+/* ---- sysfs: /sys/block/loopmqN/loopmq/, for the device's lifetime ---- */
+
+static ssize_t mode_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  loopmq_mode_names[READ_ONCE(loopmq_dev_of(dev)->mode)]);
+}
+
+static ssize_t mode_store(struct device *dev, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	int mode = sysfs_match_string(loopmq_mode_names, buf);
+
+	if (mode < 0)
+		return -EINVAL;
+	/* Requests read the mode once; in-flight ones finish on their path. */
+	WRITE_ONCE(loopmq_dev_of(dev)->mode, mode);
+	return count;
+}
+
+static const char * const loopmq_path_names[LOOPMQ_PATH_NR] = {
+	[LOOPMQ_PATH_INLINE]		= "inline",
+	[LOOPMQ_PATH_AIO_INLINE]	= "aio_inline",
+	[LOOPMQ_PATH_AIO_ASYNC]		= "aio_async",
+	[LOOPMQ_PATH_KTHREAD]		= "kthread",
+};
+
+static const char * const loopmq_fb_names[LOOPMQ_FB_NR] = {
+	[LOOPMQ_FB_STACK]	= "fb_stack",
+	[LOOPMQ_FB_JOURNAL]	= "fb_journal",
+	[LOOPMQ_FB_RECLAIM]	= "fb_reclaim",
+	[LOOPMQ_FB_NESTED]	= "fb_nested",
+	[LOOPMQ_FB_OP]		= "fb_op",
+	[LOOPMQ_FB_EAGAIN]	= "fb_eagain",
+	[LOOPMQ_FB_ADAPTIVE]	= "fb_adaptive",
+	[LOOPMQ_FB_NONOWAIT]	= "fb_nonowait",
+};
+
+static void loopmq_sum_stats(struct loopmq_device *lo, struct loopmq_stats *s)
+{
+	int cpu, i;
+
+	memset(s, 0, sizeof(*s));
+	s->mode = READ_ONCE(lo->mode);
+	s->nr_paths = LOOPMQ_PATH_NR;
+	s->nr_fallbacks = LOOPMQ_FB_NR;
+	for_each_possible_cpu(cpu) {
+		struct loopmq_pcpu_stats *p = per_cpu_ptr(lo->stats, cpu);
+
+		for (i = 0; i < LOOPMQ_PATH_NR; i++)
+			s->path[i] += READ_ONCE(p->path[i]);
+		for (i = 0; i < LOOPMQ_FB_NR; i++)
+			s->fallback[i] += READ_ONCE(p->fallback[i]);
+		s->kthread_wakeups += READ_ONCE(p->kthread_wakeups);
+		s->errors += READ_ONCE(p->errors);
+	}
+	s->peak_inflight = READ_ONCE(lo->peak_inflight);
+}
+
+static void loopmq_reset_stats(struct loopmq_device *lo)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(lo->stats, cpu), 0,
+		       sizeof(struct loopmq_pcpu_stats));
+	WRITE_ONCE(lo->peak_inflight, 0);
+}
+
+static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct loopmq_stats s;
+	int i, len = 0;
+
+	loopmq_sum_stats(loopmq_dev_of(dev), &s);
+	for (i = 0; i < LOOPMQ_PATH_NR; i++)
+		len += sysfs_emit_at(buf, len, "%s %llu\n", loopmq_path_names[i],
+				     s.path[i]);
+	for (i = 0; i < LOOPMQ_FB_NR; i++)
+		len += sysfs_emit_at(buf, len, "%s %llu\n", loopmq_fb_names[i],
+				     s.fallback[i]);
+	len += sysfs_emit_at(buf, len, "kthread_wakeups %llu\n",
+			     s.kthread_wakeups);
+	len += sysfs_emit_at(buf, len, "peak_inflight %llu\n", s.peak_inflight);
+	len += sysfs_emit_at(buf, len, "errors %llu\n", s.errors);
+	return len;
+}
+
+static ssize_t stats_store(struct device *dev, struct device_attribute *attr,
+			   const char *buf, size_t count)
+{
+	unsigned int v;
+
+	if (kstrtouint(buf, 0, &v) || v)
+		return -EINVAL;
+	loopmq_reset_stats(loopmq_dev_of(dev));
+	return count;
+}
+
+static DEVICE_ATTR_RW(mode);
+static DEVICE_ATTR_RW(stats);
+
+static struct attribute *loopmq_attrs[] = {
+	&dev_attr_mode.attr,
+	&dev_attr_stats.attr,
+	NULL,
+};
+
+static const struct attribute_group loopmq_group = {
+	.name	= "loopmq",
+	.attrs	= loopmq_attrs,
+};
+
+static const struct attribute_group *loopmq_disk_groups[] = {
+	&loopmq_group,
+	NULL,
+};
+
+/* ---- bind and unbind ---- */
+
+static void loopmq_reread_partitions(struct loopmq_device *lo)
+{
+	int ret;
+
+	mutex_lock(&lo->disk->open_mutex);
+	ret = bdev_disk_changed(lo->disk, false);
+	mutex_unlock(&lo->disk->open_mutex);
+	if (ret)
+		pr_warn("%s: partition scan failed: %d\n", lo->disk->disk_name,
+			ret);
+}
+
+/*
+ * Walk the chain of loopmq devices under @file: binding must not make a
+ * device its own backing, directly or through other loopmq devices.
+ */
+static int loopmq_validate_file(struct file *file, struct block_device *bdev)
+{
+	struct inode *inode = file->f_mapping->host;
+	struct file *f = file;
+
+	lockdep_assert_held(&loopmq_bind_mutex);
+	while (loopmq_is_loopmq_file(f)) {
+		struct gendisk *disk = I_BDEV(f->f_mapping->host)->bd_disk;
+		struct loopmq_device *l = disk->private_data;
+
+		if (disk == bdev->bd_disk)
+			return -EBADF;
+		if (l->state != LOOPMQ_BOUND)
+			return -EINVAL;
+		f = l->b.file;
+	}
+	if (!S_ISREG(inode->i_mode) && !S_ISBLK(inode->i_mode))
+		return -EINVAL;
+	if (!file->f_op->read_iter)
+		return -EINVAL;
+	return 0;
+}
+
+static int loopmq_info_check(const struct loop_info64 *info)
+{
+	if ((unsigned int)info->lo_encrypt_key_size > LO_KEY_SIZE)
+		return -EINVAL;
+	if (info->lo_encrypt_type != LO_CRYPT_NONE)
+		return -EINVAL;
+	if (info->lo_offset > LLONG_MAX || info->lo_sizelimit > LLONG_MAX)
+		return -EOVERFLOW;
+	return 0;
+}
+
+static void loopmq_info_apply(struct loopmq_device *lo,
+			      const struct loop_info64 *info)
+{
+	lo->b.offset = info->lo_offset;
+	lo->sizelimit = info->lo_sizelimit;
+	memcpy(lo->file_name, info->lo_file_name, LO_NAME_SIZE);
+	lo->file_name[LO_NAME_SIZE - 1] = 0;
+}
+
+static unsigned int loopmq_default_lbs(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if ((file->f_flags & O_DIRECT) && inode->i_sb->s_bdev)
+		return bdev_logical_block_size(inode->i_sb->s_bdev);
+	return SECTOR_SIZE;
+}
+
+static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
+			    struct block_device *bdev,
+			    const struct loop_config *config)
+{
+	struct file *file = fget(config->fd);
+	unsigned int lbs;
+	bool partscan;
+	int err;
+
+	if (!file)
+		return -EBADF;
+	/* Safe: the caller's open holds a reference. Dropped by unbind. */
+	__module_get(THIS_MODULE);
+
+	/* Do not change a device under its exclusive owner. */
+	if (!(mode & LOOPMQ_OPEN_EXCL)) {
+		err = loopmq_claim(bdev, loopmq_configure);
+		if (err)
+			goto out_putf;
+	}
+
+	mutex_lock(&loopmq_bind_mutex);
+	mutex_lock(&lo->mutex);
+	err = -EBUSY;
+	if (lo->state != LOOPMQ_UNBOUND)
+		goto out_unlock;
+	err = loopmq_validate_file(file, bdev);
+	if (err)
+		goto out_unlock;
+	err = -EINVAL;
+	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
+		goto out_unlock;
+	if (config->block_size) {
+		err = blk_validate_block_size(config->block_size);
+		if (err)
+			goto out_unlock;
+	}
+	err = loopmq_info_check(&config->info);
+	if (err)
+		goto out_unlock;
+
+	lo->b.file = file;
+	err = loopmq_thread_start(lo);
+	if (err) {
+		lo->b.file = NULL;
+		goto out_unlock;
+	}
+
+	loopmq_info_apply(lo, &config->info);
+	lo->lo_flags = config->info.lo_flags;
+	if (!(file->f_mode & FMODE_WRITE) || !(mode & LOOPMQ_OPEN_WRITE) ||
+	    !file->f_op->write_iter)
+		lo->lo_flags |= LO_FLAGS_READ_ONLY;
+	if (loopmq_part_shift)
+		lo->lo_flags |= LO_FLAGS_PARTSCAN;
+	/* An O_DIRECT fd asks for direct I/O, as with the stock driver. */
+	lo->want_dio = (lo->lo_flags & LO_FLAGS_DIRECT_IO) ||
+		       (file->f_flags & O_DIRECT);
+	lo->discard_off = false;
+
+	dev_set_uevent_suppress(disk_to_dev(lo->disk), 1);
+	loopmq_media_changed(lo->disk);
+	set_disk_ro(lo->disk, lo->lo_flags & LO_FLAGS_READ_ONLY);
+
+	/* The backing's page cache must not recurse into I/O on us. */
+	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
+	mapping_set_gfp_mask(file->f_mapping,
+			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+
+	lbs = config->block_size ?: loopmq_default_lbs(file);
+	loopmq_update_backing(lo, lbs);
+	loopmq_apply(lo, lbs);
+	loopmq_set_size(lo, loopmq_backing_size(file, lo->b.offset,
+						lo->sizelimit));
+	err = sysfs_create_group(&disk_to_dev(lo->disk)->kobj,
+				 &loopmq_loop_group);
+	if (err)
+		pr_warn("%s: no loop/ sysfs directory: %d\n",
+			lo->disk->disk_name, err);
+
+	lo->state = LOOPMQ_BOUND;
+	partscan = lo->lo_flags & LO_FLAGS_PARTSCAN;
+	if (partscan)
+		clear_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
+	dev_set_uevent_suppress(disk_to_dev(lo->disk), 0);
+	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
+	mutex_unlock(&lo->mutex);
+	mutex_unlock(&loopmq_bind_mutex);
+
+	if (partscan)
+		loopmq_reread_partitions(lo);
+	if (!(mode & LOOPMQ_OPEN_EXCL))
+		bd_abort_claiming(bdev, loopmq_configure);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&lo->mutex);
+	mutex_unlock(&loopmq_bind_mutex);
+	if (!(mode & LOOPMQ_OPEN_EXCL))
+		bd_abort_claiming(bdev, loopmq_configure);
+out_putf:
+	fput(file);
+	module_put(THIS_MODULE);
+	return err;
+}
+
+/*
+ * Undo loopmq_configure().  The caller moved the device to RUNDOWN.
+ * @release: called from ->release() with the disk's open_mutex held.
+ */
+static void loopmq_unbind(struct loopmq_device *lo, bool release)
+{
+	struct request_queue *q = lo->disk->queue;
+	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
+	struct file *file;
+	bool partscan;
+
+	mutex_lock(&loopmq_bind_mutex);
+	/* Every request has completed once the queue is frozen. */
+	blk_mq_freeze_queue(q);
+	loopmq_thread_stop(lo);
+	cancel_work_sync(&lo->discard_work);
+
+	mapping_set_gfp_mask(lo->b.file->f_mapping, lo->old_gfp_mask);
+	spin_lock(&lo->file_lock);
+	file = lo->b.file;
+	memset(&lo->b, 0, sizeof(lo->b));
+	spin_unlock(&lo->file_lock);
+	lo->sizelimit = 0;
+	memset(lo->file_name, 0, LO_NAME_SIZE);
+	loopmq_apply_limits(q, &l);
+	blk_mq_unfreeze_queue(q);
+
+	sysfs_remove_group(&disk_to_dev(lo->disk)->kobj, &loopmq_loop_group);
+	invalidate_disk(lo->disk);
+	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
+	loopmq_media_changed(lo->disk);
+	/*
+	 * ->release() holds open_mutex and then takes loopmq_bind_mutex, so
+	 * the bind mutex must be dropped before open_mutex is taken below.
+	 * The device stays in RUNDOWN: nobody binds it meanwhile.
+	 */
+	mutex_unlock(&loopmq_bind_mutex);
+
+	partscan = lo->lo_flags & LO_FLAGS_PARTSCAN;
+	if (partscan) {
+		int ret;
+
+		/* The capacity is 0 now: this drops every partition. */
+		if (!release)
+			mutex_lock(&lo->disk->open_mutex);
+		ret = bdev_disk_changed(lo->disk, false);
+		if (!release)
+			mutex_unlock(&lo->disk->open_mutex);
+		if (ret)
+			pr_warn("%s: partition rescan failed: %d\n",
+				lo->disk->disk_name, ret);
+	}
+	if (!loopmq_part_shift)
+		set_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
+
+	mutex_lock(&lo->mutex);
+	lo->lo_flags = 0;
+	lo->state = LOOPMQ_UNBOUND;
+	mutex_unlock(&lo->mutex);
+
+	/* fput() may take other open_mutexes: not under our locks. */
+	fput(file);
+	module_put(THIS_MODULE);
+}
+
+static int loopmq_clr_fd(struct loopmq_device *lo)
+{
+	mutex_lock(&lo->mutex);
+	if (lo->state != LOOPMQ_BOUND) {
+		mutex_unlock(&lo->mutex);
+		return -ENXIO;
+	}
+	/*
+	 * Held open by someone else (udev's blkid, a mount): detach when the
+	 * last opener closes, as the stock driver does.
+	 */
+	if (disk_openers(lo->disk) > 1) {
+		lo->lo_flags |= LO_FLAGS_AUTOCLEAR;
+		mutex_unlock(&lo->mutex);
+		return 0;
+	}
+	lo->state = LOOPMQ_RUNDOWN;
+	mutex_unlock(&lo->mutex);
+	loopmq_unbind(lo, false);
+	return 0;
+}
+
+static int loopmq_change_fd(struct loopmq_device *lo,
+			    struct block_device *bdev, unsigned int fd)
+{
+	struct file *file = fget(fd);
+	struct file *old;
+	int err;
+
+	if (!file)
+		return -EBADF;
+	mutex_lock(&loopmq_bind_mutex);
+	mutex_lock(&lo->mutex);
+	err = -ENXIO;
+	if (lo->state != LOOPMQ_BOUND)
+		goto out_unlock;
+	/* Only a read-only device may switch to another copy of its data. */
+	err = -EINVAL;
+	if (!(lo->lo_flags & LO_FLAGS_READ_ONLY))
+		goto out_unlock;
+	err = loopmq_validate_file(file, bdev);
+	if (err)
+		goto out_unlock;
+	err = -EINVAL;
+	if (loopmq_backing_size(file, lo->b.offset, lo->sizelimit) !=
+	    loopmq_backing_size(lo->b.file, lo->b.offset, lo->sizelimit))
+		goto out_unlock;
+
+	loopmq_media_changed(lo->disk);
+	blk_mq_freeze_queue(lo->disk->queue);
+	old = lo->b.file;
+	mapping_set_gfp_mask(old->f_mapping, lo->old_gfp_mask);
+	spin_lock(&lo->file_lock);
+	lo->b.file = file;
+	spin_unlock(&lo->file_lock);
+	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
+	mapping_set_gfp_mask(file->f_mapping,
+			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+	loopmq_update_backing(lo, loopmq_lbs(lo));
+	loopmq_apply(lo, loopmq_lbs(lo));
+	blk_mq_unfreeze_queue(lo->disk->queue);
+	mutex_unlock(&lo->mutex);
+	mutex_unlock(&loopmq_bind_mutex);
+	fput(old);
+	if (lo->lo_flags & LO_FLAGS_PARTSCAN)
+		loopmq_reread_partitions(lo);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&lo->mutex);
+	mutex_unlock(&loopmq_bind_mutex);
+	fput(file);
+	return err;
+}
+
+static int loopmq_set_status(struct loopmq_device *lo,
+			     const struct loop_info64 *info)
+{
+	int prev, err;
+	bool partscan = false;
+
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		return err;
+	if (lo->state != LOOPMQ_BOUND) {
+		err = -ENXIO;
+		goto out_unlock;
+	}
+	err = loopmq_info_check(info);
+	if (err)
+		goto out_unlock;
+	if (lo->b.offset != info->lo_offset ||
+	    lo->sizelimit != info->lo_sizelimit) {
+		/* Cached data of the old mapping must not survive. */
+		sync_blockdev(lo->disk->part0);
+		invalidate_bdev(lo->disk->part0);
+	}
+
+	blk_mq_freeze_queue(lo->disk->queue);
+	prev = lo->lo_flags;
+	loopmq_info_apply(lo, info);
+	lo->lo_flags = (prev & ~LOOP_SET_STATUS_SETTABLE_FLAGS) |
+		       (info->lo_flags & LOOP_SET_STATUS_SETTABLE_FLAGS) |
+		       (prev & ~LOOP_SET_STATUS_CLEARABLE_FLAGS);
+	loopmq_update_backing(lo, loopmq_lbs(lo));
+	loopmq_apply(lo, loopmq_lbs(lo));
+	blk_mq_unfreeze_queue(lo->disk->queue);
+	loopmq_set_size(lo, loopmq_backing_size(lo->b.file, lo->b.offset,
+						lo->sizelimit));
+	if ((lo->lo_flags & LO_FLAGS_PARTSCAN) &&
+	    !(prev & LO_FLAGS_PARTSCAN)) {
+		clear_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
+		partscan = true;
+	}
+out_unlock:
+	mutex_unlock(&lo->mutex);
+	if (partscan)
+		loopmq_reread_partitions(lo);
+	return err;
+}
+
+static int loopmq_get_status(struct loopmq_device *lo,
+			     struct loop_info64 *info)
+{
+	struct path path;
+	struct kstat st;
+	int err;
+
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		return err;
+	if (lo->state != LOOPMQ_BOUND) {
+		mutex_unlock(&lo->mutex);
+		return -ENXIO;
+	}
+	memset(info, 0, sizeof(*info));
+	info->lo_number = lo->index;
+	info->lo_offset = lo->b.offset;
+	info->lo_sizelimit = lo->sizelimit;
+	info->lo_flags = lo->lo_flags;
+	memcpy(info->lo_file_name, lo->file_name, LO_NAME_SIZE);
+	path = lo->b.file->f_path;
+	path_get(&path);
+	/* Do not hold our mutex across a call into the filesystem. */
+	mutex_unlock(&lo->mutex);
+	err = vfs_getattr(&path, &st, STATX_INO, AT_STATX_SYNC_AS_STAT);
+	if (!err) {
+		info->lo_device = huge_encode_dev(st.dev);
+		info->lo_inode = st.ino;
+		info->lo_rdevice = huge_encode_dev(st.rdev);
+	}
+	path_put(&path);
+	return err;
+}
+
+static int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg)
+{
+	bool want = !!arg;
+	int err = 0;
+
+	mutex_lock(&lo->mutex);
+	if (lo->state != LOOPMQ_BOUND) {
+		err = -ENXIO;
+		goto out;
+	}
+	if (!!(lo->lo_flags & LO_FLAGS_DIRECT_IO) == want)
+		goto out;
+	if (want && !loopmq_can_dio(lo, lo->b.file, loopmq_lbs(lo))) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* Cached pages of the device must reach the file first. */
+	vfs_fsync(lo->b.file, 0);
+	blk_mq_freeze_queue(lo->disk->queue);
+	lo->want_dio = want;
+	loopmq_update_backing(lo, loopmq_lbs(lo));
+	blk_mq_unfreeze_queue(lo->disk->queue);
+out:
+	mutex_unlock(&lo->mutex);
+	return err;
+}
+
+static int loopmq_set_block_size(struct loopmq_device *lo,
+				 loopmq_open_mode_t mode,
+				 struct block_device *bdev, unsigned long arg)
+{
+	int err;
+
+	if (!(mode & LOOPMQ_OPEN_EXCL)) {
+		err = loopmq_claim(bdev, loopmq_set_block_size);
+		if (err)
+			return err;
+	}
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		goto out_claim;
+	err = -ENXIO;
+	if (lo->state != LOOPMQ_BOUND)
+		goto out_unlock;
+	err = blk_validate_block_size(arg);
+	if (err || loopmq_lbs(lo) == arg)
+		goto out_unlock;
+
+	sync_blockdev(lo->disk->part0);
+	invalidate_bdev(lo->disk->part0);
+	blk_mq_freeze_queue(lo->disk->queue);
+	loopmq_update_backing(lo, arg);
+	err = loopmq_apply(lo, arg);
+	blk_mq_unfreeze_queue(lo->disk->queue);
+out_unlock:
+	mutex_unlock(&lo->mutex);
+out_claim:
+	if (!(mode & LOOPMQ_OPEN_EXCL))
+		bd_abort_claiming(bdev, loopmq_set_block_size);
+	return err;
+}
+
+static int loopmq_set_capacity(struct loopmq_device *lo)
+{
+	int err = 0;
+
+	mutex_lock(&lo->mutex);
+	if (lo->state != LOOPMQ_BOUND)
+		err = -ENXIO;
+	else
+		loopmq_set_size(lo, loopmq_backing_size(lo->b.file,
+							lo->b.offset,
+							lo->sizelimit));
+	mutex_unlock(&lo->mutex);
+	return err;
+}
+
+/* The legacy struct loop_info, converted to and from loop_info64. */
+static int loopmq_set_status_old(struct loopmq_device *lo,
+				 const struct loop_info __user *arg)
+{
+	struct loop_info info;
+	struct loop_info64 info64 = { };
+
+	if (copy_from_user(&info, arg, sizeof(info)))
+		return -EFAULT;
+	info64.lo_number = info.lo_number;
+	info64.lo_device = info.lo_device;
+	info64.lo_inode = info.lo_inode;
+	info64.lo_rdevice = info.lo_rdevice;
+	info64.lo_offset = info.lo_offset;
+	info64.lo_encrypt_type = info.lo_encrypt_type;
+	info64.lo_encrypt_key_size = info.lo_encrypt_key_size;
+	info64.lo_flags = info.lo_flags;
+	memcpy(info64.lo_file_name, info.lo_name, LO_NAME_SIZE);
+	return loopmq_set_status(lo, &info64);
+}
+
+static int loopmq_get_status_old(struct loopmq_device *lo,
+				 struct loop_info __user *arg)
+{
+	struct loop_info64 info64;
+	struct loop_info info = { };
+	int err;
+
+	if (!arg)
+		return -EINVAL;
+	err = loopmq_get_status(lo, &info64);
+	if (err)
+		return err;
+	info.lo_number = info64.lo_number;
+	info.lo_device = info64.lo_device;
+	info.lo_inode = info64.lo_inode;
+	info.lo_rdevice = info64.lo_rdevice;
+	info.lo_offset = info64.lo_offset;
+	info.lo_flags = info64.lo_flags;
+	memcpy(info.lo_name, info64.lo_file_name, LO_NAME_SIZE);
+	/* Refuse to truncate silently. */
+	if (info.lo_device != info64.lo_device ||
+	    info.lo_rdevice != info64.lo_rdevice ||
+	    info.lo_inode != info64.lo_inode ||
+	    info.lo_offset != info64.lo_offset)
+		return -EOVERFLOW;
+	if (copy_to_user(arg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
+			     void __user *argp)
+{
+	struct loopmq_mode_info mi;
+
+	if (cmd == LOOPMQ_GET_MODE) {
+		memset(&mi, 0, sizeof(mi));
+		mi.mode = READ_ONCE(lo->mode);
+		return copy_to_user(argp, &mi, sizeof(mi)) ? -EFAULT : 0;
+	}
+	if (copy_from_user(&mi, argp, sizeof(mi)))
+		return -EFAULT;
+	if (mi.mode >= LOOPMQ_MODE_NR || mi.flags || mi.reserved[0] ||
+	    mi.reserved[1] || mi.reserved[2])
+		return -EINVAL;
+	WRITE_ONCE(lo->mode, mi.mode);
+	return 0;
+}
+
+static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
+			unsigned int cmd, unsigned long arg)
+{
+	struct loopmq_device *lo = bdev->bd_disk->private_data;
+	void __user *argp = (void __user *)arg;
+	bool may_write = (mode & LOOPMQ_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
+	struct loop_config config;
+	struct loop_info64 info64;
+	struct loopmq_stats stats;
+	int err;
+
+	switch (cmd) {
+	case LOOP_SET_FD:
+		/* The legacy form of LOOP_CONFIGURE with default settings. */
+		memset(&config, 0, sizeof(config));
+		config.fd = arg;
+		return loopmq_configure(lo, mode, bdev, &config);
+	case LOOP_CONFIGURE:
+		if (copy_from_user(&config, argp, sizeof(config)))
+			return -EFAULT;
+		return loopmq_configure(lo, mode, bdev, &config);
+	case LOOP_CHANGE_FD:
+		return loopmq_change_fd(lo, bdev, arg);
+	case LOOP_CLR_FD:
+		return loopmq_clr_fd(lo);
+	case LOOP_SET_STATUS:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_status_old(lo, argp);
+	case LOOP_GET_STATUS:
+		return loopmq_get_status_old(lo, argp);
+	case LOOP_SET_STATUS64:
+		if (!may_write)
+			return -EPERM;
+		if (copy_from_user(&info64, argp, sizeof(info64)))
+			return -EFAULT;
+		return loopmq_set_status(lo, &info64);
+	case LOOP_GET_STATUS64:
+		if (!argp)
+			return -EINVAL;
+		err = loopmq_get_status(lo, &info64);
+		if (!err && copy_to_user(argp, &info64, sizeof(info64)))
+			err = -EFAULT;
+		return err;
+	case LOOP_SET_BLOCK_SIZE:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_block_size(lo, mode, bdev, arg);
+	case LOOP_SET_CAPACITY:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_capacity(lo);
+	case LOOP_SET_DIRECT_IO:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_dio(lo, arg);
+	case LOOPMQ_SET_MODE:
+		if (!may_write)
+			return -EPERM;
+		fallthrough;
+	case LOOPMQ_GET_MODE:
+		return loopmq_ioctl_mode(lo, cmd, argp);
+	case LOOPMQ_GET_STATS:
+		loopmq_sum_stats(lo, &stats);
+		return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
+	case LOOPMQ_RESET_STATS:
+		if (!may_write)
+			return -EPERM;
+		loopmq_reset_stats(lo);
+		return 0;
+	default:
+		/* What the stock driver answers to a command it does not know. */
+		return -EINVAL;
+	}
+}
+
+#ifdef CONFIG_COMPAT
+/*
+ * 32-bit callers: every structure but the legacy struct loop_info has the
+ * same layout, so only pointers need converting.  The legacy calls are
+ * refused rather than misread.
+ */
+static int loopmq_compat_ioctl(struct block_device *bdev,
+			       loopmq_open_mode_t mode, unsigned int cmd,
+			       unsigned long arg)
+{
+	switch (cmd) {
+	case LOOP_SET_STATUS:
+	case LOOP_GET_STATUS:
+		return -ENOIOCTLCMD;
+	case LOOP_SET_STATUS64:
+	case LOOP_GET_STATUS64:
+	case LOOP_CONFIGURE:
+	case LOOPMQ_SET_MODE:
+	case LOOPMQ_GET_MODE:
+	case LOOPMQ_GET_STATS:
+		arg = (unsigned long)compat_ptr(arg);
+		fallthrough;
+	default:
+		return loopmq_ioctl(bdev, mode, cmd, arg);
+	}
+}
+#endif
+
+/* ---- open and release ---- */
+
+static int loopmq_open_disk(struct gendisk *disk)
+{
+	struct loopmq_device *lo = disk->private_data;
+	int err;
+
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		return err;
+	if (lo->state == LOOPMQ_DELETING)
+		err = -ENXIO;
+	mutex_unlock(&lo->mutex);
+	return err;
+}
+
+static void loopmq_release_disk(struct gendisk *disk)
+{
+	struct loopmq_device *lo = disk->private_data;
+
+	if (disk_openers(disk) > 0)
+		return;
+	mutex_lock(&lo->mutex);
+	if (lo->state == LOOPMQ_BOUND && (lo->lo_flags & LO_FLAGS_AUTOCLEAR)) {
+		lo->state = LOOPMQ_RUNDOWN;
+		mutex_unlock(&lo->mutex);
+		loopmq_unbind(lo, true);
+		return;
+	}
+	mutex_unlock(&lo->mutex);
+}
+
+#ifdef LOOPMQ_HAVE_BLK_MODE
+static int loopmq_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return loopmq_open_disk(disk);
+}
+
+static void loopmq_release(struct gendisk *disk)
+{
+	loopmq_release_disk(disk);
+}
+#else
+static int loopmq_open(struct block_device *bdev, fmode_t mode)
+{
+	return loopmq_open_disk(bdev->bd_disk);
+}
+
+static void loopmq_release(struct gendisk *disk, fmode_t mode)
+{
+	loopmq_release_disk(disk);
+}
+#endif
+
+static const struct block_device_operations loopmq_fops = {
+	.owner		= THIS_MODULE,
+	.open		= loopmq_open,
+	.release	= loopmq_release,
+	.ioctl		= loopmq_ioctl,
+#ifdef CONFIG_COMPAT
+	.compat_ioctl	= loopmq_compat_ioctl,
+#endif
+};
+
+static const struct blk_mq_ops loopmq_mq_ops = {
+	.queue_rq	= loopmq_queue_rq,
+	.commit_rqs	= loopmq_commit_rqs,
+	.complete	= loopmq_complete_rq,
+	.init_request	= loopmq_init_request,
+};
+
+/* ---- adding and removing devices ---- */
+
+static int loopmq_add(int index)
+{
+	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
+	struct loopmq_device *lo;
+	struct gendisk *disk;
+	int err;
+
+	lo = kzalloc(sizeof(*lo), GFP_KERNEL);
+	if (!lo)
+		return -ENOMEM;
+	mutex_init(&lo->mutex);
+	spin_lock_init(&lo->file_lock);
+	init_llist_head(&lo->kq);
+	INIT_WORK(&lo->discard_work, loopmq_discard_work);
+	lo->mode = READ_ONCE(loopmq_default_mode);
+	lo->stats = alloc_percpu(struct loopmq_pcpu_stats);
+	err = -ENOMEM;
+	if (!lo->stats)
+		goto out_free_dev;
+
+	err = mutex_lock_killable(&loopmq_ctl_mutex);
+	if (err)
+		goto out_free_stats;
+	if (index > (int)(MINORMASK >> loopmq_part_shift)) {
+		err = -EINVAL;
+	} else if (index >= 0) {
+		err = idr_alloc(&loopmq_idr, lo, index, index + 1, GFP_KERNEL);
+		if (err == -ENOSPC)
+			err = -EEXIST;
+	} else {
+		err = idr_alloc(&loopmq_idr, lo, 0,
+				(MINORMASK >> loopmq_part_shift) + 1,
+				GFP_KERNEL);
+	}
+	mutex_unlock(&loopmq_ctl_mutex);
+	if (err < 0)
+		goto out_free_stats;
+	lo->index = err;
+
+	lo->tag_set.ops = &loopmq_mq_ops;
+	lo->tag_set.nr_hw_queues = g_nr_hw_queues ?: num_possible_cpus();
+	lo->tag_set.queue_depth = g_hw_queue_depth;
+	lo->tag_set.numa_node = NUMA_NO_NODE;
+	lo->tag_set.cmd_size = sizeof(struct loopmq_cmd);
+	/* Blocking: direct mode sleeps in queue_rq, and any mode may. */
+	lo->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING;
+	lo->tag_set.driver_data = lo;
+	err = blk_mq_alloc_tag_set(&lo->tag_set);
+	if (err)
+		goto out_free_idr;
+
+	disk = loopmq_alloc_disk(&lo->tag_set, lo, &l);
+	if (IS_ERR(disk)) {
+		err = PTR_ERR(disk);
+		goto out_free_tags;
+	}
+	lo->disk = disk;
+	disk->major = loopmq_major;
+	disk->first_minor = lo->index << loopmq_part_shift;
+	disk->minors = 1 << loopmq_part_shift;
+	disk->fops = &loopmq_fops;
+	disk->private_data = lo;
+	snprintf(disk->disk_name, DISK_NAME_LEN, LOOPMQ_DISK_PREFIX "%d",
+		 lo->index);
+	if (!loopmq_part_shift)
+		set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
+	set_capacity(disk, 0);
+	err = device_add_disk(NULL, disk, loopmq_disk_groups);
+	if (err)
+		goto out_cleanup_disk;
+
+	mutex_lock(&loopmq_ctl_mutex);
+	lo->idr_visible = true;
+	mutex_unlock(&loopmq_ctl_mutex);
+	return lo->index;
+
+out_cleanup_disk:
+	put_disk(disk);
+out_free_tags:
+	blk_mq_free_tag_set(&lo->tag_set);
+out_free_idr:
+	mutex_lock(&loopmq_ctl_mutex);
+	idr_remove(&loopmq_idr, lo->index);
+	mutex_unlock(&loopmq_ctl_mutex);
+out_free_stats:
+	free_percpu(lo->stats);
+out_free_dev:
+	kfree(lo);
+	return err;
+}
+
+static void loopmq_remove(struct loopmq_device *lo)
+{
+	del_gendisk(lo->disk);
+	put_disk(lo->disk);
+	blk_mq_free_tag_set(&lo->tag_set);
+	mutex_lock(&loopmq_ctl_mutex);
+	idr_remove(&loopmq_idr, lo->index);
+	mutex_unlock(&loopmq_ctl_mutex);
+	free_percpu(lo->stats);
+	mutex_destroy(&lo->mutex);
+	kfree(lo);
+}
+
+static int loopmq_control_remove(int index)
+{
+	struct loopmq_device *lo;
+	int err;
+
+	if (index < 0)
+		return -EINVAL;
+	/* Hide the device so that nobody else finds it meanwhile. */
+	err = mutex_lock_killable(&loopmq_ctl_mutex);
+	if (err)
+		return err;
+	lo = idr_find(&loopmq_idr, index);
+	if (!lo || !lo->idr_visible)
+		err = -ENODEV;
+	else
+		lo->idr_visible = false;
+	mutex_unlock(&loopmq_ctl_mutex);
+	if (err)
+		return err;
+
+	mutex_lock(&lo->mutex);
+	if (lo->state != LOOPMQ_UNBOUND || disk_openers(lo->disk) > 0) {
+		mutex_unlock(&lo->mutex);
+		mutex_lock(&loopmq_ctl_mutex);
+		lo->idr_visible = true;
+		mutex_unlock(&loopmq_ctl_mutex);
+		return -EBUSY;
+	}
+	lo->state = LOOPMQ_DELETING;
+	mutex_unlock(&lo->mutex);
+	loopmq_remove(lo);
+	return 0;
+}
+
+static int loopmq_control_get_free(void)
+{
+	struct loopmq_device *lo;
+	int id, err;
+
+	err = mutex_lock_killable(&loopmq_ctl_mutex);
+	if (err)
+		return err;
+	idr_for_each_entry(&loopmq_idr, lo, id) {
+		/* data_race: losing it only adds a device, harmlessly. */
+		if (lo->idr_visible && data_race(lo->state) == LOOPMQ_UNBOUND) {
+			mutex_unlock(&loopmq_ctl_mutex);
+			return id;
+		}
+	}
+	mutex_unlock(&loopmq_ctl_mutex);
+	return loopmq_add(-1);
+}
+
+static long loopmq_control_ioctl(struct file *file, unsigned int cmd,
+				 unsigned long arg)
+{
+	switch (cmd) {
+	case LOOP_CTL_ADD:
+		return loopmq_add((int)arg);
+	case LOOP_CTL_REMOVE:
+		return loopmq_control_remove((int)arg);
+	case LOOP_CTL_GET_FREE:
+		return loopmq_control_get_free();
+	default:
+		return -ENOSYS;
+	}
+}
+
+static const struct file_operations loopmq_ctl_fops = {
+	.owner		= THIS_MODULE,
+	.open		= nonseekable_open,
+	.unlocked_ioctl	= loopmq_control_ioctl,
+	.compat_ioctl	= loopmq_control_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice loopmq_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= LOOPMQ_CONTROL_NAME,
+	.fops	= &loopmq_ctl_fops,
+};
 
 static int __init loopmq_init(void)
 {
+	unsigned int i;
+	int err;
+
+	BUILD_BUG_ON(sizeof(struct loopmq_mode_info) != 32);
+	BUILD_BUG_ON(sizeof(struct loopmq_stats) != 272);
+	BUILD_BUG_ON(LOOPMQ_PATH_NR > LOOPMQ_STATS_PATHS);
+	BUILD_BUG_ON(LOOPMQ_FB_NR > LOOPMQ_STATS_FALLBACKS);
+
+	if (g_max_part > 0) {
+		loopmq_part_shift = fls(g_max_part);
+		g_max_part = (1U << loopmq_part_shift) - 1;
+	}
+
+	err = register_blkdev(0, LOOPMQ_DISK_PREFIX);
+	if (err < 0)
+		return err;
+	loopmq_major = err;
+
+	err = misc_register(&loopmq_misc);
+	if (err)
+		goto out_unregister_blkdev;
+
+	for (i = 0; i < g_nr_devices; i++) {
+		err = loopmq_add(i);
+		if (err < 0)
+			goto out_remove_devices;
+	}
+	pr_info("loaded: %u devices, mode %s\n", g_nr_devices,
+		loopmq_mode_names[loopmq_default_mode]);
 	return 0;
+
+out_remove_devices:
+	{
+		struct loopmq_device *lo;
+		int id;
+
+		idr_for_each_entry(&loopmq_idr, lo, id)
+			loopmq_remove(lo);
+	}
+	misc_deregister(&loopmq_misc);
+out_unregister_blkdev:
+	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
+	return err;
 }
 
 static void __exit loopmq_exit(void)
 {
+	struct loopmq_device *lo;
+	int id;
+
+	/* No device is bound or open: each would hold a module reference. */
+	misc_deregister(&loopmq_misc);
+	idr_for_each_entry(&loopmq_idr, lo, id)
+		loopmq_remove(lo);
+	idr_destroy(&loopmq_idr);
+	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
 }
 
 module_init(loopmq_init);

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * loopmq: shared structures and cross-file prototypes.
+ */
+#ifndef LOOPMQ_H
+#define LOOPMQ_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/llist.h>
+#include <linux/loop.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <uapi/loopmq.h>
+
+enum loopmq_state {
+	LOOPMQ_UNBOUND,
+	LOOPMQ_BOUND,
+	LOOPMQ_RUNDOWN,		/* being detached */
+	LOOPMQ_DELETING,	/* being removed through the control device */
+};
+
+/* Per-cpu counters, summed when read: cheap enough to stay on. */
+struct loopmq_pcpu_stats {
+	u64	path[LOOPMQ_PATH_NR];
+	u64	fallback[LOOPMQ_FB_NR];
+	u64	kthread_wakeups;
+	u64	errors;
+};
+
+/*
+ * The backing file as the I/O path sees it.  Written only with the queue
+ * frozen (or before the device is bound), so the I/O path reads it without
+ * locks.
+ */
+struct loopmq_backing {
+	struct file	*file;
+	loff_t		offset;		/* added to every request's position */
+	bool		use_dio;	/* IOCB_DIRECT on every read/write */
+	bool		nowait_read;	/* IOCB_NOWAIT honoured for reads */
+	bool		nowait_write;	/* ... and for writes */
+	bool		is_reg;		/* regular file: freeze protection */
+	bool		read_only;	/* LO_FLAGS_READ_ONLY */
+	bool		never_blocks;	/* tmpfs: buffered I/O is a memcpy */
+};
+
+struct loopmq_device {
+	int			index;
+	struct gendisk		*disk;
+	struct blk_mq_tag_set	tag_set;
+
+	/*
+	 * @mutex protects @state and the configuration below it.  Binding and
+	 * unbinding also hold loopmq_bind_mutex (taken first), so that the
+	 * backing chain of every device can be walked safely.
+	 */
+	struct mutex		mutex;
+	enum loopmq_state	state;		/* protected by @mutex */
+	int			lo_flags;	/* protected by @mutex */
+	loff_t			sizelimit;	/* protected by @mutex */
+	char			file_name[LO_NAME_SIZE]; /* protected by @mutex */
+	bool			want_dio;	/* protected by @mutex */
+	gfp_t			old_gfp_mask;	/* protected by @mutex */
+	bool			discard_off;	/* backing said EOPNOTSUPP */
+	bool			idr_visible;	/* protected by loopmq_ctl_mutex */
+
+	struct loopmq_backing	b;		/* see struct loopmq_backing */
+	spinlock_t		file_lock;	/* b.file vs. sysfs readers */
+
+	int			mode;		/* enum loopmq_mode, READ_ONCE */
+
+	/* The kthread and its lock-free queue of loopmq_cmd.node. */
+	struct task_struct	*thread;
+	struct llist_head	kq;
+
+	/* Request accounting for the adaptive choices. */
+	atomic_t		inflight;
+	unsigned int		peak_inflight;	/* racy max, stats only */
+	unsigned int		recent_peak;	/* decaying max, see io.c */
+	unsigned int		nowait_fail;	/* decaying write EAGAIN rate */
+	unsigned int		sample;		/* racy counter for probes */
+
+	struct work_struct	discard_work;	/* stop advertising discard */
+	struct loopmq_pcpu_stats __percpu *stats;
+};
+
+/* Per-request state, in the request PDU. */
+struct loopmq_cmd {
+	struct kiocb		iocb;
+	struct llist_node	node;		/* on loopmq_device.kq */
+	struct bio_vec		*bvec;		/* allocated for multi-bio rqs */
+	unsigned int		nr_bvec;
+	unsigned int		done;		/* bytes already transferred */
+	bool			nowait;		/* submitted with IOCB_NOWAIT */
+	bool			from_kthread;	/* executed by the kthread */
+	blk_status_t		status;		/* final status */
+};
+
+static inline void loopmq_count_path(struct loopmq_device *lo, int path)
+{
+	this_cpu_inc(lo->stats->path[path]);
+}
+
+static inline void loopmq_count_fb(struct loopmq_device *lo, int reason)
+{
+	this_cpu_inc(lo->stats->fallback[reason]);
+}
+
+/* loopmq_main.c */
+extern int loopmq_default_mode;
+extern unsigned int loopmq_stack_reserve;
+
+/* loopmq_io.c */
+blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
+			     const struct blk_mq_queue_data *bd);
+void loopmq_commit_rqs(struct blk_mq_hw_ctx *hctx);
+void loopmq_complete_rq(struct request *rq);
+int loopmq_init_request(struct blk_mq_tag_set *set, struct request *rq,
+			unsigned int hctx_idx, unsigned int numa_node);
+int loopmq_thread_start(struct loopmq_device *lo);
+void loopmq_thread_stop(struct loopmq_device *lo);
+void loopmq_kthread_queue(struct loopmq_device *lo, struct loopmq_cmd *cmd,
+			  bool wake);
+void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
+		      bool async);
+void loopmq_discard_work(struct work_struct *work);
+
+/* loopmq_aio.c */
+int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,
+		      bool nowait);
+int loopmq_sync_rw(struct loopmq_device *lo, struct request *rq);
+
+#endif /* LOOPMQ_H */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every difference between the kernels loopmq builds for
+ * (Linux 6.1 and 6.12) lives here, and only here.  The .c files use the
+ * named capabilities and wrappers below, never LINUX_VERSION_CODE.  Written
+ * to be deleted: when 6.1 support goes, the wrappers collapse into calls.
+ */
+#ifndef LOOPMQ_COMPAT_H
+#define LOOPMQ_COMPAT_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+
+/*
+ * The capabilities, each defined to 1 by a feature probe in Kbuild when the
+ * target kernel has it:
+ *
+ * LOOPMQ_HAVE_ATOMIC_LIMITS	queue limits are set through queue_limits (6.9)
+ * LOOPMQ_HAVE_BLK_MODE		->open() takes the gendisk and a blk_mode_t (6.5)
+ * LOOPMQ_HAVE_HOLDER_OPS	bd_prepare_to_claim() takes holder ops (6.5)
+ * LOOPMQ_HAVE_MEDIA_CHANGE_1ARG disk_force_media_change() has no events (6.6)
+ * LOOPMQ_HAVE_FOP_FLAGS	buffered NOWAIT is a file_operations flag (6.11)
+ */
+
+#ifdef LOOPMQ_HAVE_BLK_MODE
+#define loopmq_open_mode_t	blk_mode_t
+#define LOOPMQ_OPEN_WRITE	BLK_OPEN_WRITE
+#define LOOPMQ_OPEN_EXCL	BLK_OPEN_EXCL
+#else
+#define loopmq_open_mode_t	fmode_t
+#define LOOPMQ_OPEN_WRITE	FMODE_WRITE
+#define LOOPMQ_OPEN_EXCL	FMODE_EXCL
+#endif
+
+/* What loopmq asks of its queue; applied by loopmq_apply_limits(). */
+struct loopmq_limits {
+	unsigned int	logical_block_size;
+	unsigned int	max_discard_sectors;	/* 0: no discard */
+	unsigned int	discard_granularity;
+	unsigned int	max_write_zeroes_sectors;
+	bool		write_cache;
+	bool		fua;
+};
+
+#ifdef LOOPMQ_HAVE_ATOMIC_LIMITS
+static inline void loopmq_fill_queue_limits(struct queue_limits *lim,
+					    const struct loopmq_limits *l)
+{
+	lim->logical_block_size = l->logical_block_size;
+	lim->physical_block_size = l->logical_block_size;
+	lim->io_min = l->logical_block_size;
+	lim->max_hw_discard_sectors = l->max_discard_sectors;
+	lim->discard_granularity = l->discard_granularity;
+	lim->max_write_zeroes_sectors = l->max_write_zeroes_sectors;
+	lim->features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA |
+			   BLK_FEAT_ROTATIONAL);
+	if (l->write_cache)
+		lim->features |= BLK_FEAT_WRITE_CACHE;
+	if (l->fua)
+		lim->features |= BLK_FEAT_FUA;
+}
+
+static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
+						void *data,
+						const struct loopmq_limits *l)
+{
+	struct queue_limits lim = { };
+
+	loopmq_fill_queue_limits(&lim, l);
+	return blk_mq_alloc_disk(set, &lim, data);
+}
+
+static inline int loopmq_apply_limits(struct request_queue *q,
+				      const struct loopmq_limits *l)
+{
+	struct queue_limits lim = queue_limits_start_update(q);
+
+	loopmq_fill_queue_limits(&lim, l);
+	return queue_limits_commit_update(q, &lim);
+}
+
+static inline unsigned int loopmq_max_write_zeroes(struct request_queue *q)
+{
+	return q->limits.max_write_zeroes_sectors;
+}
+#else
+static inline int loopmq_apply_limits(struct request_queue *q,
+				      const struct loopmq_limits *l)
+{
+	blk_queue_logical_block_size(q, l->logical_block_size);
+	blk_queue_physical_block_size(q, l->logical_block_size);
+	blk_queue_io_min(q, l->logical_block_size);
+	q->limits.discard_granularity = l->discard_granularity;
+	blk_queue_max_discard_sectors(q, l->max_discard_sectors);
+	blk_queue_max_write_zeroes_sectors(q, l->max_write_zeroes_sectors);
+	blk_queue_write_cache(q, l->write_cache, l->fua);
+	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+	return 0;
+}
+
+static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
+						void *data,
+						const struct loopmq_limits *l)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, data);
+
+	if (!IS_ERR(disk))
+		loopmq_apply_limits(disk->queue, l);
+	return disk;
+}
+
+static inline unsigned int loopmq_max_write_zeroes(struct request_queue *q)
+{
+	return q->limits.max_write_zeroes_sectors;
+}
+#endif
+
+/* May IOCB_NOWAIT be set on a buffered write to @file? */
+static inline bool loopmq_file_buffered_nowait_write(struct file *file)
+{
+#ifdef LOOPMQ_HAVE_FOP_FLAGS
+	return file->f_op->fop_flags & FOP_BUFFER_WASYNC;
+#else
+	return file->f_mode & FMODE_BUF_WASYNC;
+#endif
+}
+
+static inline int loopmq_claim(struct block_device *bdev, void *holder)
+{
+#ifdef LOOPMQ_HAVE_HOLDER_OPS
+	return bd_prepare_to_claim(bdev, holder, NULL);
+#else
+	return bd_prepare_to_claim(bdev, holder);
+#endif
+}
+
+static inline void loopmq_media_changed(struct gendisk *disk)
+{
+#ifdef LOOPMQ_HAVE_MEDIA_CHANGE_1ARG
+	disk_force_media_change(disk);
+#else
+	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE);
+#endif
+}
+
+#endif /* LOOPMQ_COMPAT_H */

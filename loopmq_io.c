@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopmq I/O path: queue_rq, the per-request choice, the kthread.
+ */
+
+/**
+ * DOC: dispatch
+ *
+ * A loop driver turns each block request into a call on the backing file.
+ * Where that call runs is the whole cost question: the stock driver always
+ * hands the request to a worker, which costs about two context switches per
+ * I/O; running it in queue_rq costs none, but runs the backing filesystem's
+ * entire call chain on the submitter's stack and inside its context.
+ *
+ * The modes:
+ *
+ * - ``direct``: the request is executed synchronously in queue_rq.  The tag
+ *   set is BLK_MQ_F_BLOCKING (in every mode), so queue_rq may sleep.
+ * - ``kthread``: every request goes to the device's kthread through a
+ *   lock-free list; the kthread is woken once per batch (the last request
+ *   of a batch, or ->commit_rqs), never under a lock.  With direct I/O the
+ *   kthread submits async kiocbs, so it does not serialise the queue.
+ * - ``aio``: reads and writes are submitted from queue_rq as async kiocbs
+ *   with IOCB_NOWAIT.  "Would block" (-EAGAIN returned, or delivered to
+ *   the completion, or a short NOWAIT transfer) hands the request to the
+ *   kthread, which finishes it without NOWAIT.
+ * - ``auto``: per request.  NOWAIT aio when the backing file honours NOWAIT
+ *   for that operation (it never blocks the submitter and completes inline
+ *   when the backing device does); a synchronous inline call when the
+ *   backing cannot block on I/O (tmpfs) or the recent peak of requests in
+ *   flight is one, so blocking costs no parallelism (the decaying-maximum
+ *   idea of Rusty Russell's virtio heuristic); the kthread otherwise.
+ *
+ * Guards, in every mode that would run a request inline:
+ *
+ * - nested: the submitter is in a NOIO scope.  loopmq's own inline calls
+ *   run under memalloc_noio_save(), and so does its kthread, so a loopmq
+ *   device on a file on another loopmq device sees it: the lower device
+ *   then uses its kthread and the stack stops growing.
+ * - journal: current->journal_info is set, or the task is in a NOFS scope:
+ *   the submitter is inside a filesystem transaction, which must not leak
+ *   into the backing filesystem (the 2025 jbd2 BUG).
+ * - reclaim: PF_MEMALLOC or kswapd.
+ * - stack: less than stack_reserve bytes of stack left.
+ * - op: FLUSH, DISCARD and WRITE_ZEROES go to the kthread except in direct
+ *   mode: fsync and fallocate block for long and have no NOWAIT form.
+ * - adaptive: writes whose recent NOWAIT attempts mostly answered "would
+ *   block" skip the attempt (a decaying estimate, probed every 16 writes).
+ * - nonowait: the file cannot do NOWAIT for the operation.
+ *
+ * Inline calls save and clear the submitter's plug and bio list.  A
+ * queue_rq running from blk_finish_plug() must not add requests to the plug
+ * being flushed (the 2025 plug-list corruption), and bios the backing file
+ * submits must reach the backing device now, not after queue_rq returns
+ * to submit_bio_noacct(): a synchronous call would wait on them forever.
+ * Inline calls also run under memalloc_noio_save(): blk-mq holds its SRCU
+ * read lock around a blocking queue_rq, and an allocation that entered
+ * fs reclaim there could wait for I/O on this very queue.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blk-cgroup.h>
+#include <linux/falloc.h>
+#include <linux/highmem.h>
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/task_stack.h>
+#include <linux/swap.h>
+
+#include "loopmq.h"
+
+enum loopmq_action {
+	LOOPMQ_RUN_SYNC,
+	LOOPMQ_RUN_AIO,
+	LOOPMQ_RUN_KTHREAD,
+};
+
+/* Saved submitter state around an inline call. */
+struct loopmq_inline {
+	struct blk_plug		*plug;
+	struct bio_list		*bio_list;
+	unsigned int		noio;
+};
+
+static void loopmq_inline_enter(struct loopmq_inline *in)
+{
+	in->plug = current->plug;
+	current->plug = NULL;
+	in->bio_list = current->bio_list;
+	current->bio_list = NULL;
+	in->noio = memalloc_noio_save();
+}
+
+static void loopmq_inline_exit(struct loopmq_inline *in)
+{
+	memalloc_noio_restore(in->noio);
+	current->bio_list = in->bio_list;
+	current->plug = in->plug;
+}
+
+static unsigned long loopmq_stack_left(void)
+{
+	unsigned long base = (unsigned long)task_stack_page(current);
+	unsigned long sp = (unsigned long)&base;
+
+	if (sp < base || sp >= base + THREAD_SIZE)
+		return 0;	/* not on the task stack: never go inline */
+	return sp - base;
+}
+
+/* Returns the fallback reason that forbids running inline, or -1. */
+static int loopmq_inline_guard(void)
+{
+	unsigned int flags = current->flags;
+
+	if (flags & PF_MEMALLOC_NOIO)
+		return LOOPMQ_FB_NESTED;
+	if (current->journal_info || (flags & PF_MEMALLOC_NOFS))
+		return LOOPMQ_FB_JOURNAL;
+	if (flags & (PF_MEMALLOC | PF_KSWAPD))
+		return LOOPMQ_FB_RECLAIM;
+	if (loopmq_stack_left() < READ_ONCE(loopmq_stack_reserve))
+		return LOOPMQ_FB_STACK;
+	return -1;
+}
+
+/*
+ * The NOWAIT failure estimate of writes, 0..1024 (100%), decaying by 1/8
+ * per sample.  Racy updates only blur it.
+ */
+#define LOOPMQ_NOWAIT_SCALE	1024
+
+static void loopmq_nowait_sample(struct loopmq_device *lo, bool failed)
+{
+	unsigned int v = READ_ONCE(lo->nowait_fail);
+
+	v -= v >> 3;
+	if (failed)
+		v += LOOPMQ_NOWAIT_SCALE >> 3;
+	WRITE_ONCE(lo->nowait_fail, v);
+}
+
+static bool loopmq_nowait_hopeless(struct loopmq_device *lo)
+{
+	if (READ_ONCE(lo->nowait_fail) < LOOPMQ_NOWAIT_SCALE / 2)
+		return false;
+	/* Probe now and then, or the estimate could never recover. */
+	return data_race(lo->sample) & 15;
+}
+
+static void loopmq_track_inflight(struct loopmq_device *lo)
+{
+	unsigned int cur = atomic_inc_return(&lo->inflight);
+
+	if (unlikely(cur > READ_ONCE(lo->peak_inflight)))
+		WRITE_ONCE(lo->peak_inflight, cur);
+	/* A maximum that halves every 256 requests. */
+	if (unlikely(!(data_race(lo->sample++) & 255)))
+		WRITE_ONCE(lo->recent_peak, READ_ONCE(lo->recent_peak) >> 1);
+	if (cur > READ_ONCE(lo->recent_peak))
+		WRITE_ONCE(lo->recent_peak, cur);
+}
+
+static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
+					struct request *rq, int mode, int *fb)
+{
+	enum req_op op = req_op(rq);
+	bool nowait, sync_ok;
+
+	*fb = -1;
+	if (mode == LOOPMQ_MODE_KTHREAD)
+		return LOOPMQ_RUN_KTHREAD;
+	*fb = loopmq_inline_guard();
+	if (*fb >= 0)
+		return LOOPMQ_RUN_KTHREAD;
+	if (mode == LOOPMQ_MODE_DIRECT)
+		return LOOPMQ_RUN_SYNC;
+	if (op != REQ_OP_READ && op != REQ_OP_WRITE) {
+		*fb = LOOPMQ_FB_OP;
+		return LOOPMQ_RUN_KTHREAD;
+	}
+
+	/* Buffered FUA means an fsync in write_iter: it would block. */
+	if (op == REQ_OP_WRITE)
+		nowait = lo->b.nowait_write &&
+			 (lo->b.use_dio || !(rq->cmd_flags & REQ_FUA));
+	else
+		nowait = lo->b.nowait_read;
+	sync_ok = mode == LOOPMQ_MODE_AUTO &&
+		  (lo->b.never_blocks || READ_ONCE(lo->recent_peak) <= 1);
+
+	if (nowait && op == REQ_OP_WRITE && loopmq_nowait_hopeless(lo)) {
+		if (sync_ok)
+			return LOOPMQ_RUN_SYNC;
+		*fb = LOOPMQ_FB_ADAPTIVE;
+		return LOOPMQ_RUN_KTHREAD;
+	}
+	if (nowait)
+		return LOOPMQ_RUN_AIO;
+	if (sync_ok)
+		return LOOPMQ_RUN_SYNC;
+	*fb = LOOPMQ_FB_NONOWAIT;
+	return LOOPMQ_RUN_KTHREAD;
+}
+
+static void loopmq_zero_from(struct request *rq, unsigned int from)
+{
+	struct req_iterator it;
+	struct bio_vec bv;
+	unsigned int pos = 0;
+
+	rq_for_each_segment(bv, rq, it) {
+		if (pos + bv.bv_len > from) {
+			unsigned int skip = from > pos ? from - pos : 0;
+
+			memzero_page(bv.bv_page, bv.bv_offset + skip,
+				     bv.bv_len - skip);
+		}
+		pos += bv.bv_len;
+	}
+}
+
+/* Flush, discard and write-zeroes; blocking. */
+static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
+{
+	struct file *file = lo->b.file;
+	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + lo->b.offset;
+	int mode = FALLOC_FL_KEEP_SIZE;
+	int ret;
+
+	switch (req_op(rq)) {
+	case REQ_OP_FLUSH:
+		return vfs_fsync(file, 0);
+	case REQ_OP_WRITE_ZEROES:
+		/* Zeroes must read back as zeroes; unmap only if allowed. */
+		mode |= (rq->cmd_flags & REQ_NOUNMAP) ? FALLOC_FL_ZERO_RANGE :
+							FALLOC_FL_PUNCH_HOLE;
+		break;
+	case REQ_OP_DISCARD:
+		mode |= FALLOC_FL_PUNCH_HOLE;
+		break;
+	default:
+		return -EIO;
+	}
+	if (!file->f_op->fallocate)
+		return -EOPNOTSUPP;
+	if (lo->b.is_reg)
+		file_start_write(file);
+	ret = file->f_op->fallocate(file, mode, pos, blk_rq_bytes(rq));
+	if (lo->b.is_reg)
+		file_end_write(file);
+	if (ret == -EOPNOTSUPP && !READ_ONCE(lo->discard_off)) {
+		/* Stop advertising what the backing cannot do. */
+		WRITE_ONCE(lo->discard_off, true);
+		schedule_work(&lo->discard_work);
+	}
+	return ret;
+}
+
+static void loopmq_end(struct request *rq, int err)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	cmd->status = err ? errno_to_blk_status(err) : BLK_STS_OK;
+	loopmq_complete_rq(rq);
+}
+
+/* Execute @rq synchronously: inline in direct mode, or in the kthread. */
+static int loopmq_exec_sync(struct loopmq_device *lo, struct request *rq)
+{
+	enum req_op op = req_op(rq);
+
+	if (op == REQ_OP_READ || op == REQ_OP_WRITE)
+		return loopmq_sync_rw(lo, rq);
+	return loopmq_exec_other(lo, rq);
+}
+
+static void loopmq_kthread_wake(struct loopmq_device *lo)
+{
+	if (wake_up_process(lo->thread))
+		this_cpu_inc(lo->stats->kthread_wakeups);
+}
+
+void loopmq_kthread_queue(struct loopmq_device *lo, struct loopmq_cmd *cmd,
+			  bool wake)
+{
+	llist_add(&cmd->node, &lo->kq);
+	if (wake)
+		loopmq_kthread_wake(lo);
+}
+
+/*
+ * The end of a read or write submitted as a kiocb: from queue_rq or the
+ * kthread when the call returned, or from ->ki_complete (@async).
+ */
+void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
+		      bool async)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	unsigned int len = blk_rq_bytes(rq);
+	bool write = req_op(rq) == REQ_OP_WRITE;
+
+	if (cmd->nowait) {
+		bool again = ret == -EAGAIN ||
+			     (ret >= 0 && cmd->done + ret < len);
+
+		if (write)
+			loopmq_nowait_sample(lo, again);
+		if (again) {
+			/* Finish it where blocking is allowed. */
+			if (ret > 0)
+				cmd->done += ret;
+			cmd->nowait = false;
+			loopmq_count_fb(lo, LOOPMQ_FB_EAGAIN);
+			loopmq_kthread_queue(lo, cmd, async);
+			return;
+		}
+	}
+	if (ret >= 0 && cmd->done + ret < len) {
+		cmd->done += ret;
+		if (!write && ret == 0) {
+			/* Past the end of the file: zeroes. */
+			loopmq_zero_from(rq, cmd->done);
+			cmd->done = len;
+		} else {
+			/* A short transfer: the kthread loops until done. */
+			loopmq_kthread_queue(lo, cmd, !cmd->from_kthread);
+			return;
+		}
+	}
+	if (cmd->from_kthread)
+		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
+	else if (async)
+		loopmq_count_path(lo, LOOPMQ_PATH_AIO_ASYNC);
+	else
+		loopmq_count_path(lo, LOOPMQ_PATH_AIO_INLINE);
+	cmd->status = ret < 0 ? errno_to_blk_status(ret) : BLK_STS_OK;
+	if (async)
+		blk_mq_complete_request(rq);
+	else
+		loopmq_complete_rq(rq);
+}
+
+static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	enum req_op op = req_op(rq);
+	int ret;
+
+	cmd->from_kthread = true;
+	/* Charge the I/O to the submitter's cgroup, not to ours. */
+	if (rq->bio)
+		kthread_associate_blkcg(bio_blkcg_css(rq->bio));
+	if ((op == REQ_OP_READ || op == REQ_OP_WRITE) && lo->b.use_dio &&
+	    !cmd->done) {
+		/* Async: the kthread must not serialise direct I/O. */
+		ret = loopmq_aio_submit(lo, rq, false);
+		if (ret != -EIOCBQUEUED)
+			loopmq_finish_rw(lo, rq, ret, false);
+	} else {
+		ret = loopmq_exec_sync(lo, rq);
+		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
+		loopmq_end(rq, ret);
+	}
+	kthread_associate_blkcg(NULL);
+}
+
+static int loopmq_thread_fn(void *data)
+{
+	struct loopmq_device *lo = data;
+	struct loopmq_cmd *cmd, *next;
+	struct llist_node *list;
+	unsigned int noio;
+
+	/* Our I/O must never recurse into reclaim that writes to us. */
+	noio = memalloc_noio_save();
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		list = llist_del_all(&lo->kq);
+		if (!list) {
+			if (kthread_should_stop()) {
+				__set_current_state(TASK_RUNNING);
+				break;
+			}
+			schedule();
+			continue;
+		}
+		__set_current_state(TASK_RUNNING);
+		list = llist_reverse_order(list);
+		llist_for_each_entry_safe(cmd, next, list, node)
+			loopmq_kthread_run(lo, cmd);
+		cond_resched();
+	}
+	memalloc_noio_restore(noio);
+	return 0;
+}
+
+int loopmq_thread_start(struct loopmq_device *lo)
+{
+	struct task_struct *t;
+
+	t = kthread_run(loopmq_thread_fn, lo, LOOPMQ_DISK_PREFIX "%d",
+			lo->index);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	lo->thread = t;
+	return 0;
+}
+
+/* The queue is frozen: nothing is on the list or can be added to it. */
+void loopmq_thread_stop(struct loopmq_device *lo)
+{
+	WARN_ON_ONCE(!llist_empty(&lo->kq));
+	kthread_stop(lo->thread);
+	lo->thread = NULL;
+}
+
+blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
+			     const struct blk_mq_queue_data *bd)
+{
+	struct request *rq = bd->rq;
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loopmq_device *lo = rq->q->queuedata;
+	struct loopmq_inline in;
+	enum loopmq_action action;
+	int fb, ret;
+
+	blk_mq_start_request(rq);
+	cmd->done = 0;
+	cmd->nowait = false;
+	cmd->from_kthread = false;
+	loopmq_track_inflight(lo);
+
+	if (unlikely(op_is_write(req_op(rq)) && lo->b.read_only)) {
+		loopmq_end(rq, -EIO);
+		goto out;
+	}
+
+	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), &fb);
+	switch (action) {
+	case LOOPMQ_RUN_SYNC:
+		loopmq_inline_enter(&in);
+		ret = loopmq_exec_sync(lo, rq);
+		loopmq_inline_exit(&in);
+		loopmq_count_path(lo, LOOPMQ_PATH_INLINE);
+		loopmq_end(rq, ret);
+		break;
+	case LOOPMQ_RUN_AIO:
+		cmd->nowait = true;
+		loopmq_inline_enter(&in);
+		ret = loopmq_aio_submit(lo, rq, true);
+		loopmq_inline_exit(&in);
+		/* After -EIOCBQUEUED, @rq may be completed and gone. */
+		if (ret != -EIOCBQUEUED)
+			loopmq_finish_rw(lo, rq, ret, false);
+		break;
+	case LOOPMQ_RUN_KTHREAD:
+		if (fb >= 0)
+			loopmq_count_fb(lo, fb);
+		loopmq_kthread_queue(lo, cmd, false);
+		break;
+	}
+out:
+	/* One wake-up per batch, for whatever this batch queued. */
+	if (bd->last && !llist_empty(&lo->kq))
+		loopmq_kthread_wake(lo);
+	return BLK_STS_OK;
+}
+
+void loopmq_commit_rqs(struct blk_mq_hw_ctx *hctx)
+{
+	struct loopmq_device *lo = hctx->queue->queuedata;
+
+	if (!llist_empty(&lo->kq))
+		loopmq_kthread_wake(lo);
+}
+
+void loopmq_complete_rq(struct request *rq)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loopmq_device *lo = rq->q->queuedata;
+
+	kfree(cmd->bvec);
+	cmd->bvec = NULL;
+	if (unlikely(cmd->status != BLK_STS_OK))
+		this_cpu_inc(lo->stats->errors);
+	atomic_dec(&lo->inflight);
+	blk_mq_end_request(rq, cmd->status);
+}
+
+int loopmq_init_request(struct blk_mq_tag_set *set, struct request *rq,
+			unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	memset(cmd, 0, sizeof(*cmd));
+	return 0;
+}
