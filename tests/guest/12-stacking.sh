@@ -118,12 +118,12 @@ for mode in $LMQ_MODES; do
 	rm -rf $M/s3/fio; mkdir $M/s3/fio
 	t_run "$mode: fsync-heavy verifying fio on the top filesystem" \
 		fio --output-format=terse --directory=$M/s3/fio --name=fs --rw=randwrite --bs=4k \
-		--size=4M --numjobs=2 --fsync=4 --verify=crc32c --do_verify=1 --verify_fatal=1
+		--size=2M --numjobs=2 --fsync=8 --verify=crc32c --do_verify=1 --verify_fatal=1
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	t_run "$mode: re-read after drop_caches verifies" \
 		fio --output-format=terse --directory=$M/s3/fio --name=fs --rw=randwrite --bs=4k \
-		--size=4M --numjobs=2 --verify=crc32c --verify_only=1 --verify_fatal=1
+		--size=2M --numjobs=2 --verify=crc32c --verify_only=1 --verify_fatal=1
 	lmq_is_mq || continue
 	for i in 2 1 0; do
 		t_diag "$mode level $i ($([ $i = 2 ] && echo top || { [ $i = 1 ] && echo middle || echo bottom; })): $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"

@@ -177,6 +177,20 @@ if lmq_is_mq; then
 	t_is "$(paths)" 0 "LOOPMQ_RESET_STATS resets them"
 fi
 $LOSETUP -d $D
-umount /mnt/t28
 lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+if lmq_is_mq; then	# the mode= module parameter sets new devices' mode
+	for m in kthread direct; do
+		lmq_load 1 mode=$m || { t_fail "modprobe $LMQ_MOD mode=$m"; continue; }
+		t_is "$(cat $S/loopmq/mode)" $m "mode=$m: sysfs mode"
+		$LOSETUP --direct-io=on $D $F && echo 0 >$S/loopmq/stats
+		dd if=$D of=/dev/null bs=4k count=50 iflag=direct status=none
+		want=kthread; [ $m = direct ] && want=inline
+		t_is "$(ioc $want)" 50 "mode=$m: 50 reads on the $want path"
+		$LOSETUP -d $D
+		lmq_unload
+	done
+	modprobe loopmq mode=bogus 2>/dev/null && { t_fail "modprobe mode=bogus accepted"; lmq_unload; } ||
+		t_ok "modprobe mode=bogus refused"
+fi
+umount /mnt/t28
 t_done
