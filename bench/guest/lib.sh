@@ -1,0 +1,394 @@
+# SPDX-License-Identifier: GPL-2.0
+# loopmq bench, guest side: sets up one backing, runs every (target, workload)
+# cell of one group with fio and appends one JSON line per run to
+# /out/bench/runs.jsonl.  bench/run concatenates a generated header (the
+# variables below) with this file into one self-contained script per group.
+#
+# Header variables:
+#   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
+#   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
+#   WORKLOADS  space-separated workload names (see wl_args)
+#   RUNTIME    seconds per measured run;  WARMUP  seconds of the discarded warm-up run
+#   REPS       measured runs per cell;    CELL0   number of cells before this group
+#   NCELLS     cells in the whole bench;  SIZE_MB I/O region / image file size
+#   RAW_MB     raw device size;           KLABEL  6.1 | 6.12;  TIMING icount | realtime
+
+OUT=/out/bench
+RUNS=$OUT/missing.jsonl	# cells that could not run, with the reason
+LOG=$OUT/guest.log
+mkdir -p "$OUT"
+: >>"$RUNS"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+CELL=$CELL0
+T_START=$(date +%s)
+NULLB_CFG=/sys/kernel/config/nullb
+MNT=/mnt/bench
+DM_NAME=bench-linear
+RAWDEV=""		# the raw block device of this group
+BACKDEV=""		# what loop/loopmq/dm-linear sit on (device or image file)
+RAW=""			# raw backing kind under a file: ram
+LOOPMQ_DEV=""
+LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
+
+log() { echo "bench[$GROUP]: $*" | tee -a "$LOG" >&2; }
+
+# One JSON line for a cell that could not run.  Never invent numbers.
+record_missing() {	# target mode workload reason
+	jq -cn --arg k "$KLABEL" --arg kr "$(uname -r)" --arg t "$1" --arg m "$2" \
+		--arg b "$BACKING" --arg raw "$RAW" --arg w "$3" --arg why "$4" \
+		--arg timing "$TIMING" \
+		'{kernel:$k, krel:$kr, target:$t, mode:$m, backing:$b, raw:$raw,
+		  workload:$w, rep:0, ok:false, error:$why, timing:$timing}' >>"$RUNS"
+}
+
+wl_args() {
+	local common="--direct=1 --time_based --size=${SIZE_MB}M --randrepeat=1 --norandommap"
+	case $1 in
+	randwrite-512-sync-qd1)
+		echo "$common --rw=randwrite --bs=512 --ioengine=sync --iodepth=1 --numjobs=1";;
+	randread-4k-libaio-qd32)
+		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
+	randwrite-4k-libaio-qd32)
+		echo "$common --rw=randwrite --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
+	randread-4k-libaio-4j-qd64)
+		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
+	randread-256k-libaio-4j-qd64)
+		echo "$common --rw=randread --bs=256k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
+	randread-4k-psync-qd1)
+		echo "$common --rw=randread --bs=4k --ioengine=psync --iodepth=1 --numjobs=1";;
+	*)	return 1;;
+	esac
+}
+
+# PIDs of the loopmq kthreads (any task whose name mentions loopmq).
+loopmq_kthreads() {
+	local p c
+	for p in /proc/[0-9]*; do
+		read -r c <"$p/comm" 2>/dev/null || continue
+		case $c in *loopmq*|*lmq*) echo "${p#/proc/} $c";; esac
+	done
+}
+
+# fio runs this (exec_prerun/exec_postrun) around every measured run, in
+# every job of the run: one atomic append of the counters we need.  Builtins
+# only, so it costs one bash start-up and nothing inside the measured window.
+write_snap_helper() {
+	cat >/tmp/bench-snap <<'SNAP'
+#!/bin/bash
+# $1 = run tag, $2 = pre|post;  env: SNAP_FILE, SNAP_KPIDS, SNAP_STATF
+buf="@ $1 $2 $$"$'\n'
+while read -r a b rest; do
+	case $a in
+	ctxt) buf+="ctxt $b"$'\n';;
+	cpu) buf+="cpu $b $rest"$'\n';;
+	esac
+done </proc/stat
+for p in $SNAP_KPIDS; do
+	while read -r a b; do
+		case $a in
+		voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) buf+="k $p $a $b"$'\n';;
+		esac
+	done <"/proc/$p/status"
+done
+if [ -n "$SNAP_STATF" ] && [ -r "$SNAP_STATF" ]; then
+	while read -r a b; do buf+="s $a $b"$'\n'; done <"$SNAP_STATF"
+fi
+printf '%s' "$buf" >>"$SNAP_FILE"
+SNAP
+	chmod +x /tmp/bench-snap
+}
+
+set_sched_none() {	# $1 = /dev/xxx
+	local d q
+	d=$(basename "$(readlink -f "$1")")
+	q=/sys/block/$d/queue/scheduler
+	[ -w "$q" ] && echo none >"$q" 2>/dev/null
+	[ -r "$q" ] && sed 's/.*\[\(.*\)\].*/\1/' "$q" || echo none
+}
+
+# fio job file for one cell: a warm-up run, then REPS stonewalled runs.
+cell_jobfile() {	# dev workload
+	local args a r
+	args=$(wl_args "$2") || return 1
+	echo "[global]"
+	echo "filename=$1"
+	for a in $args; do a=${a#--}; echo "$a"; done
+	echo "[warmup]"
+	echo "runtime=$WARMUP"
+	for r in $(seq 1 "$REPS"); do
+		echo "[r$r]"
+		echo "stonewall"
+		echo "new_group"
+		echo "runtime=$RUNTIME"
+		echo "exec_prerun=/tmp/bench-snap r$r pre"
+		echo "exec_postrun=/tmp/bench-snap r$r post"
+	done
+}
+
+# Run one cell: one fio process (its start-up costs seconds under TCG) with a
+# warm-up and REPS measured runs.  The host (bench/report.py) parses
+# cells/ID.{meta,json,snap}.
+run_cell() {	# target mode dev workload
+	local target=$1 mode=$2 dev=$3 wl=$4 id now rc kp="" kn=""
+	CELL=$((CELL + 1))
+	now=$(date +%s)
+	echo "cell $CELL/$NCELLS: $KLABEL $target${mode:+/$mode} on $BACKING, $wl (guest ${TIMING} time $((now - T_START))s)"
+	if [ "$GROUP" != tmpfs-file ] && [ "${dev#/dev/}" != "$dev" ] && [ ! -b "$dev" ]; then
+		record_missing "$target" "$mode" "$wl" "$dev is not a block device"
+		return
+	fi
+	id=$(printf '%s-%03d' "$KLABEL" "$CELL")
+	mkdir -p "$OUT/cells"
+	cell_jobfile "$dev" "$wl" >"$OUT/cells/$id.fio" ||
+		{ record_missing "$target" "$mode" "$wl" "unknown workload"; return; }
+	export SNAP_FILE=$OUT/cells/$id.snap SNAP_KPIDS="" SNAP_STATF=""
+	if [ "$target" = loopmq ]; then
+		SNAP_STATF=/sys/block/$(basename "$dev")/loopmq/stats
+		kp=$(loopmq_kthreads)
+		SNAP_KPIDS=$(echo "$kp" | awk 'NF { print $1 }' | tr '\n' ' ')
+		kn=$(echo "$kp" | awk 'NF { print $2 }' | tr '\n' ' ')
+	fi
+	: >"$SNAP_FILE"
+	printf '{"id":"%s","kernel":"%s","krel":"%s","target":"%s","mode":"%s","backing":"%s","raw":"%s","workload":"%s","device":"%s","scheduler":"%s","loop_dio":"%s","kthread_names":"%s","timing":"%s","runtime_s":%s,"warmup_s":%s,"reps":%s}\n' \
+		"$id" "$KLABEL" "$(uname -r)" "$target" "$mode" "$BACKING" "$RAW" "$wl" "$dev" \
+		"$(set_sched_none "$dev")" \
+		"$(cat "/sys/block/$(basename "$dev")/loop/dio" 2>/dev/null)" \
+		"${kn% }" "$TIMING" "$RUNTIME" "$WARMUP" "$REPS" >"$OUT/cells/$id.meta"
+	fio --output-format=json --output="$OUT/cells/$id.json" "$OUT/cells/$id.fio" \
+		>/dev/null 2>"$OUT/cells/$id.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		record_missing "$target" "$mode" "$wl" \
+			"fio rc=$rc: $(tail -c 300 "$OUT/cells/$id.err" | tr '\n"\\' '   ')"
+	fi
+}
+
+run_target() {	# target mode dev  (all workloads)
+	local w
+	for w in $WORKLOADS; do run_cell "$1" "$2" "$3" "$w"; done
+}
+
+skip_target() {	# target mode reason
+	local w
+	for w in $WORKLOADS; do
+		CELL=$((CELL + 1))
+		echo "cell $CELL/$NCELLS: $KLABEL $1${2:+/$2} on $BACKING, $w: missing ($3)"
+		record_missing "$1" "$2" "$w" "$3"
+	done
+}
+
+prefill() {	# dev-or-file : write the whole I/O region once, sequentially
+	fio --name=prefill --filename="$1" --rw=write --bs=1M --ioengine=libaio \
+		--iodepth=8 --direct=1 --size="${SIZE_MB}M" --end_fsync=1 \
+		--output-format=terse >/dev/null 2>"$OUT/fio.err" ||
+		{ log "prefill of $1 failed: $(cat "$OUT/fio.err")"; return 1; }
+}
+
+# ---- backings ---------------------------------------------------------------
+
+nullb_new() {	# name memory_backed irqmode completion_nsec size_mb -> prints /dev/nullbN
+	local d=$NULLB_CFG/$1
+	mkdir "$d" || return 1
+	echo 2 >"$d/queue_mode"
+	echo "$5" >"$d/size"
+	echo "$2" >"$d/memory_backed"
+	echo "$3" >"$d/irqmode"
+	echo "$4" >"$d/completion_nsec"
+	echo 512 >"$d/blocksize"
+	echo 1 >"$d/power" || return 1
+	echo "/dev/nullb$(cat "$d/index")"
+}
+
+setup_nullb_module() {
+	grep -q configfs /proc/filesystems || modprobe configfs
+	mountpoint -q /sys/kernel/config 2>/dev/null ||
+		mount -t configfs none /sys/kernel/config 2>/dev/null
+	modprobe null_blk nr_devices=0 || return 1
+	[ -d $NULLB_CFG ] || { log "no $NULLB_CFG"; return 1; }
+}
+
+setup_raw() {	# ram | lat10us -> RAWDEV
+	case $1 in
+	ram)
+		modprobe brd rd_nr=1 rd_size=$((RAW_MB * 1024)) max_part=0 || return 1
+		RAWDEV=/dev/ram0;;
+	lat10us)
+		setup_nullb_module || return 1
+		RAWDEV=$(nullb_new lat10us 1 2 10000 "$RAW_MB") || return 1;;
+	esac
+	udev_wait "$RAWDEV"
+}
+
+udev_wait() {	# the node may appear a moment after the device
+	local i
+	for i in $(seq 50); do [ -b "$1" ] && return 0; sleep 0.1; done
+	log "$1 did not appear"; return 1
+}
+
+setup_fs() {	# xfs | ext4 on RAWDEV, image file -> BACKDEV
+	case $1 in
+	xfs)  mkfs.xfs -f -q "$RAWDEV" || return 1;;
+	ext4) mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$RAWDEV" || return 1;;
+	esac
+	mkdir -p $MNT && mount -t "$1" "$RAWDEV" $MNT || return 1
+	BACKDEV=$MNT/image
+	prefill "$BACKDEV"
+}
+
+# ---- stacked targets ---------------------------------------------------------
+
+dm_linear_up() {	# dev -> prints /dev/mapper/NAME
+	local sz
+	sz=$(blockdev --getsz "$1") || return 1
+	echo "0 $sz linear $1 0" >/tmp/bench-table
+	dmsetup --noudevsync --verifyudev create $DM_NAME /tmp/bench-table >&2 || return 1
+	dmsetup --noudevsync mknodes $DM_NAME >/dev/null 2>&1
+	if [ -b /dev/mapper/$DM_NAME ]; then
+		echo /dev/mapper/$DM_NAME
+	else
+		echo "/dev/$(dmsetup info -c --noheadings -o blkdevname $DM_NAME)"
+	fi
+}
+
+dm_linear_down() { dmsetup --noudevsync remove $DM_NAME >/dev/null 2>&1; }
+
+loop_up() {	# backing dio(on|off) -> prints /dev/loopN
+	local dev
+	grep -qw loop /proc/modules || modprobe loop 2>/dev/null
+	dev=$(losetup -f --show --direct-io="$2" "$1") || return 1
+	udev_wait "$dev" || return 1
+	echo "$dev"
+}
+
+# loopmq: load, attach to BACKDEV with direct I/O, report why when impossible.
+loopmq_up() {
+	local err
+	LOOPMQ_DEV="" LOOPMQ_WHY=""
+	if ! err=$(modprobe loopmq 2>&1); then
+		LOOPMQ_WHY="modprobe loopmq failed: $err"; return 1
+	fi
+	udev_wait /dev/loopmq0 2>/dev/null ||
+		{ LOOPMQ_WHY="/dev/loopmq0 missing after modprobe loopmq"; return 1; }
+	# util-linux losetup (PATH puts it before busybox), then loopmqctl.
+	if ! err=$(losetup --direct-io=on /dev/loopmq0 "$BACKDEV" 2>&1); then
+		if command -v loopmqctl >/dev/null &&
+		   loopmqctl attach --direct-io=on /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
+			:
+		else
+			LOOPMQ_WHY="attach failed: losetup: $err"; return 1
+		fi
+	fi
+	[ -r /sys/block/loopmq0/loopmq/mode ] ||
+		{ LOOPMQ_WHY="no /sys/block/loopmq0/loopmq/mode"; return 1; }
+	[ "$(blockdev --getsize64 /dev/loopmq0 2>/dev/null || echo 0)" -gt 0 ] ||
+		{ LOOPMQ_WHY="loopmq0 has size 0 after attach"; return 1; }
+	LOOPMQ_DEV=/dev/loopmq0
+}
+
+loopmq_down() {
+	[ -b /dev/loopmq0 ] && losetup -d /dev/loopmq0 >/dev/null 2>&1
+	rmmod loopmq >/dev/null 2>&1
+	LOOPMQ_DEV=""
+}
+
+loopmq_set_mode() {	# mode
+	local f=/sys/block/loopmq0/loopmq/mode
+	echo "$1" >$f 2>/dev/null || return 1
+	[ "$(cat $f)" = "$1" ]
+}
+
+# ---- one group -----------------------------------------------------------------
+
+run_targets() {	# for every TARGETS entry on BACKDEV
+	local tm t m dev
+	for tm in $TARGETS; do
+		t=${tm%%:*}; m=""
+		[ "$t" != "$tm" ] && m=${tm#*:}
+		case $t in
+		backing)
+			run_target backing "" "$BACKDEV";;
+		dm-linear)
+			if dev=$(dm_linear_up "$BACKDEV") && [ -b "$dev" ]; then
+				run_target dm-linear "" "$dev"
+			else
+				skip_target dm-linear "" "dmsetup create failed"
+			fi
+			dm_linear_down;;
+		loop)
+			if dev=$(loop_up "$BACKDEV" "${m#dio-}" 2>"$OUT/err"); then
+				if [ "$m" = dio-on ] && [ "$(cat /sys/block/${dev#/dev/}/loop/dio)" != 1 ]; then
+					skip_target loop "$m" "loop refused direct I/O on this backing"
+				else
+					run_target loop "$m" "$dev"
+				fi
+				losetup -d "$dev"
+			else
+				skip_target loop "$m" "losetup failed: $(cat "$OUT/err")"
+			fi;;
+		loopmq)
+			if [ -z "$LOOPMQ_DEV" ] && [ -z "$LOOPMQ_WHY" ]; then
+				loopmq_up
+			fi
+			if [ -z "$LOOPMQ_DEV" ]; then
+				skip_target loopmq "$m" "$LOOPMQ_WHY"
+			elif ! loopmq_set_mode "$m"; then
+				skip_target loopmq "$m" "cannot set mode $m via sysfs"
+			else
+				run_target loopmq "$m" "$LOOPMQ_DEV"
+			fi;;
+		null_blk)
+			run_target null_blk "" "$BACKDEV";;
+		esac
+	done
+	loopmq_down
+}
+
+teardown() {
+	loopmq_down
+	dm_linear_down
+	losetup -D >/dev/null 2>&1
+	mountpoint -q $MNT 2>/dev/null && umount $MNT
+	[ -d $NULLB_CFG ] && for d in $NULLB_CFG/*/; do
+		[ -d "$d" ] && { echo 0 >"$d/power"; rmdir "$d"; }
+	done 2>/dev/null
+	rmmod brd null_blk loop >/dev/null 2>&1
+	rm -f /tmp/bench-image
+	true
+}
+
+main() {
+	local ok=1
+	write_snap_helper
+	log "group $GROUP on $(uname -r), targets: $TARGETS; workloads: $WORKLOADS"
+	case $GROUP in
+	null_blk)
+		BACKING=null_blk
+		setup_nullb_module && BACKDEV=$(nullb_new floor 0 0 0 "$SIZE_MB") &&
+			udev_wait "$BACKDEV" || ok=0;;
+	ram|lat10us)
+		BACKING=$GROUP
+		setup_raw "$GROUP" && BACKDEV=$RAWDEV && prefill "$BACKDEV" || ok=0;;
+	xfs-file|ext4-file)
+		BACKING=$GROUP RAW=ram
+		setup_raw ram && setup_fs "${GROUP%-file}" || ok=0;;
+	tmpfs-file)
+		BACKING=$GROUP
+		BACKDEV=/tmp/bench-image
+		prefill "$BACKDEV" || ok=0;;
+	esac
+	if [ $ok = 1 ]; then
+		run_targets
+	else
+		local tm
+		log "setup of $GROUP failed"
+		for tm in $TARGETS; do
+			local t=${tm%%:*} m=""
+			[ "$t" != "$tm" ] && m=${tm#*:}
+			skip_target "$t" "$m" "setup of $GROUP failed"
+		done
+	fi
+	teardown
+	log "group $GROUP done after $(( $(date +%s) - T_START ))s guest time"
+	return 0
+}

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""loopmq bench report: guest cell files -> bench.json, results.md, PNG chart.
+
+    bench/report.py RESULTS_DIR [--compare OTHER_RESULTS_DIR]
+
+Reads RESULTS_DIR/vm-*/**/bench/cells/ID.{meta,json,snap} and missing.jsonl
+written by bench/guest/lib.sh, computes per-run figures from fio's JSON and
+the counter snapshots taken around each run, takes the median of the runs,
+adds the ratios, and writes bench.json, results.md and iops-vs-backing*.png.
+With --compare, prints how far every cell's median moved between two results.
+"""
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+WORKLOADS = [
+    "randwrite-512-sync-qd1", "randread-4k-libaio-qd32", "randwrite-4k-libaio-qd32",
+    "randread-4k-libaio-4j-qd64", "randread-256k-libaio-4j-qd64", "randread-4k-psync-qd1",
+]
+SHORT = {
+    "randwrite-512-sync-qd1": "512 sync w", "randread-4k-libaio-qd32": "4k r qd32",
+    "randwrite-4k-libaio-qd32": "4k w qd32", "randread-4k-libaio-4j-qd64": "4k r 4jx64",
+    "randread-256k-libaio-4j-qd64": "256k r 4jx64", "randread-4k-psync-qd1": "4k r psync",
+}
+BACKINGS = ["null_blk", "ram", "lat10us", "xfs-file", "ext4-file", "tmpfs-file"]
+TARGETS = [("null_blk", ""), ("backing", ""), ("dm-linear", ""), ("loop", "dio-on"),
+           ("loop", "dio-off"), ("loopmq", "direct"), ("loopmq", "kthread"),
+           ("loopmq", "aio"), ("loopmq", "auto")]
+SINGLE_JOB = {"randwrite-512-sync-qd1", "randread-4k-libaio-qd32",
+              "randwrite-4k-libaio-qd32", "randread-4k-psync-qd1"}
+
+
+def key(c):
+    return (c["kernel"], c["target"], c["mode"], c["backing"], c["workload"])
+
+
+def tname(t, m):
+    return t + ("/" + m if m else "")
+
+
+def parse_snap(path):
+    """-> {tag: {"pre": [block...], "post": [block...]}}, block = dict of counters."""
+    runs = {}
+    cur = None
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return runs
+    for ln in lines:
+        f = ln.split()
+        if not f:
+            continue
+        if f[0] == "@":
+            cur = {"ctxt": None, "cpu": None, "k": {}, "s": {}}
+            runs.setdefault(f[1], {"pre": [], "post": []})[f[2]].append(cur)
+        elif cur is None:
+            continue
+        elif f[0] == "ctxt":
+            cur["ctxt"] = int(f[1])
+        elif f[0] == "cpu":
+            cur["cpu"] = [int(x) for x in f[1:]]
+        elif f[0] == "k" and len(f) == 4:
+            cur["k"][f[1]] = cur["k"].get(f[1], 0) + int(f[3])
+        elif f[0] == "s" and len(f) == 3:
+            try:
+                cur["s"][f[1]] = int(f[2])
+            except ValueError:
+                pass
+    return runs
+
+
+def snap_delta(run):
+    """Earliest pre and latest post (counters are monotonic) -> deltas."""
+    pre, post = run.get("pre", []), run.get("post", [])
+    if not pre or not post:
+        return None
+    d = {}
+    c0 = [b["ctxt"] for b in pre if b["ctxt"] is not None]
+    c1 = [b["ctxt"] for b in post if b["ctxt"] is not None]
+    d["ctxt"] = max(c1) - min(c0) if c0 and c1 else None
+    p0 = [b["cpu"] for b in pre if b["cpu"]]
+    p1 = [b["cpu"] for b in post if b["cpu"]]
+    if p0 and p1:
+        a = min(p0, key=lambda v: sum(v[:8]))
+        b = max(p1, key=lambda v: sum(v[:8]))
+        # user nice system idle iowait irq softirq steal
+        dv = [y - x for x, y in zip(a[:8], b[:8])]
+        tot = sum(dv) or 1
+        d["usr"] = 100.0 * (dv[0] + dv[1]) / tot
+        d["sys"] = 100.0 * (dv[2] + dv[5] + dv[6]) / tot
+    k0 = [sum(b["k"].values()) for b in pre]
+    k1 = [sum(b["k"].values()) for b in post]
+    d["kthread"] = (max(k1) - min(k0)) if pre[0]["k"] else None
+    if pre[0]["s"] and post[-1]["s"]:
+        s0, s1 = {}, {}
+        for b in pre:
+            for n, v in b["s"].items():
+                s0[n] = min(v, s0.get(n, v))
+        for b in post:
+            for n, v in b["s"].items():
+                s1[n] = max(v, s1.get(n, v))
+        # peak_inflight is a level, not a counter: report the value at the end
+        d["paths"] = {n: (v if n == "peak_inflight" else v - s0.get(n, 0))
+                      for n, v in s1.items()}
+    else:
+        d["paths"] = None
+    return d
+
+
+def fio_runs(path):
+    """-> {tag: {iops, bw_kib, p50, p99, ios}} from one fio JSON output."""
+    try:
+        txt = open(path).read()
+    except OSError:
+        return {}, "no fio output"
+    i = txt.find("{")
+    if i < 0:
+        return {}, "fio wrote no JSON"
+    try:
+        j = json.loads(txt[i:])
+    except ValueError as e:
+        return {}, "bad fio JSON: %s" % e
+    out = {}
+    for job in j.get("jobs", []):
+        tag = job.get("jobname", "")
+        if not tag.startswith("r"):
+            continue
+        r, w = job["read"], job["write"]
+        d = r if r["total_ios"] >= w["total_ios"] else w
+        pct = d.get("clat_ns", {}).get("percentile", {})
+        o = out.setdefault(tag, {"iops": 0.0, "bw_kib": 0.0, "ios": 0, "p50": [], "p99": [],
+                                 "error": 0})
+        o["iops"] += r["iops"] + w["iops"]
+        o["bw_kib"] += r["bw"] + w["bw"]
+        o["ios"] += r["total_ios"] + w["total_ios"]
+        o["p50"].append(pct.get("50.000000", 0) / 1000.0)
+        o["p99"].append(pct.get("99.000000", 0) / 1000.0)
+        o["error"] = o["error"] or job.get("error", 0)
+        o["usr_fio"] = job.get("usr_cpu")
+        o["sys_fio"] = job.get("sys_cpu")
+    for o in out.values():
+        o["p50"] = max(o["p50"]) if o["p50"] else None
+        o["p99"] = max(o["p99"]) if o["p99"] else None
+    return out, None
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def r3(x, n=3):
+    return None if x is None else round(x, n)
+
+
+def load(resdir):
+    cells = {}
+    seen = set()
+    for meta in sorted(glob.glob(os.path.join(resdir, "vm-*", "**", "cells", "*.meta"),
+                                 recursive=True)):
+        base = meta[:-5]
+        try:
+            m = json.loads(open(meta).read())
+        except ValueError:
+            continue
+        if m["id"] in seen:
+            continue
+        seen.add(m["id"])
+        fr, err = fio_runs(base + ".json")
+        snaps = parse_snap(base + ".snap")
+        runs = []
+        for tag in sorted(fr, key=lambda t: int(t[1:]) if t[1:].isdigit() else 0):
+            f = fr[tag]
+            s = snap_delta(snaps.get(tag, {})) or {}
+            ios = f["ios"]
+            runs.append({
+                "rep": tag, "iops": f["iops"], "bw_kib": f["bw_kib"],
+                "lat_p50_us": f["p50"], "lat_p99_us": f["p99"], "ios": ios,
+                "error": f["error"],
+                "ctxsw": s.get("ctxt"),
+                "ctxsw_per_io": s["ctxt"] / ios if s.get("ctxt") is not None and ios else None,
+                "kthread_ctxsw": s.get("kthread"),
+                "kthread_ctxsw_per_io": (s["kthread"] / ios
+                                         if s.get("kthread") is not None and ios else None),
+                "cpu_usr_pct": s.get("usr"), "cpu_sys_pct": s.get("sys"),
+                "paths": s.get("paths"),
+            })
+        c = dict(m)
+        c["runs_detail"] = runs
+        good = [r for r in runs if not r["error"] and r["ios"] > 0]
+        c["ok"] = bool(good) and len(good) == len(runs)
+        c["error"] = None if c["ok"] else (err or "fio reported an error")
+        c["runs"] = len(good)
+        if good:
+            iops = [r["iops"] for r in good]
+            c["iops"] = r3(med(iops), 1)
+            c["iops_runs"] = [round(x, 1) for x in iops]
+            c["spread_pct"] = r3(100.0 * (max(iops) - min(iops)) / med(iops), 2)
+            for f in ("bw_kib", "lat_p50_us", "lat_p99_us", "ctxsw_per_io",
+                      "kthread_ctxsw_per_io", "cpu_usr_pct", "cpu_sys_pct"):
+                c[f] = r3(med([r[f] for r in good]), 4 if "per_io" in f else 2)
+            # paths: the run whose IOPS is the median
+            mid = sorted(good, key=lambda r: r["iops"])[len(good) // 2]
+            c["paths"] = mid["paths"]
+        cells[key(c)] = c
+    for mf in glob.glob(os.path.join(resdir, "vm-*", "**", "missing.jsonl"), recursive=True):
+        for ln in open(mf):
+            try:
+                m = json.loads(ln)
+            except ValueError:
+                continue
+            k = key(m)
+            if k in cells and cells[k].get("ok"):
+                # fio failed in a later run of the same cell: keep the reason
+                cells[k]["ok"] = False
+                cells[k]["error"] = m.get("error")
+            elif k not in cells:
+                m["runs"] = 0
+                cells[k] = m
+            else:
+                cells[k]["error"] = m.get("error") or cells[k].get("error")
+    return cells
+
+
+def add_ratios(cells):
+    def iops_of(kernel, target, mode, backing, wl):
+        c = cells.get((kernel, target, mode, backing, wl))
+        return c.get("iops") if c and c.get("ok") else None
+
+    def ratio(a, b):
+        return round(a / b, 4) if a is not None and b else None
+
+    for c in cells.values():
+        k, b, w = c["kernel"], c["backing"], c["workload"]
+        mine = c.get("iops") if c.get("ok") else None
+        if c["target"] == "null_blk":
+            base = mine
+        else:
+            base = iops_of(k, "backing", "", b, w)
+        # dm-linear sits on the raw device: for an image file, the raw device under it
+        dm_b = c.get("raw") or b
+        c["ratio_to_backing"] = ratio(mine, base)
+        c["ratio_to_dm_linear"] = ratio(mine, iops_of(k, "dm-linear", "", dm_b, w))
+        c["ratio_to_null_blk"] = ratio(mine, iops_of(k, "null_blk", "", "null_blk", w))
+        c["ratio_to_loop_dio"] = ratio(mine, iops_of(k, "loop", "dio-on", b, w))
+
+
+def order(c):
+    kern = {"6.12": 0, "6.1": 1}.get(c["kernel"], 2)
+    bi = BACKINGS.index(c["backing"]) if c["backing"] in BACKINGS else 99
+    wi = WORKLOADS.index(c["workload"]) if c["workload"] in WORKLOADS else 99
+    ti = TARGETS.index((c["target"], c["mode"])) if (c["target"], c["mode"]) in TARGETS else 99
+    return (kern, bi, wi, ti)
+
+
+def fmt(x, kind=""):
+    if x is None:
+        return ""
+    if kind == "k":
+        return "%.1fK" % (x / 1000.0)
+    if kind == "r":
+        return "%.1f%%" % (100.0 * x)
+    if kind == "c":
+        return "%.3f" % x
+    if kind == "p":
+        return "%.1f" % x
+    return str(x)
+
+
+def markdown(cells, meta_txt):
+    out = ["# loopmq bench results", ""]
+    out += ["```", meta_txt.strip(), "```", ""]
+    out.append("IOPS under `-icount shift=0,sleep=off` are instruction-normalised: a nearly "
+               "repeatable inverse of the guest instructions spent per I/O. They count a "
+               "context switch's instructions but not its cache/TLB cost on real hardware, "
+               "which is why context switches per I/O (system-wide from /proc/stat, and "
+               "the loopmq kthread's own) are reported beside them. Medians of the runs; "
+               "spread = (max-min)/median. Ratios: IOPS over the backing itself (fio "
+               "directly on the same device or file), over dm-linear on the same raw "
+               "device, over stock loop with direct I/O, over null_blk.")
+    out.append("")
+    cs = sorted(cells.values(), key=order)
+    groups = []
+    for c in cs:
+        g = (c["kernel"], c["backing"])
+        if not groups or groups[-1][0] != g:
+            groups.append((g, []))
+        groups[-1][1].append(c)
+    for (kern, back), rows in groups:
+        out.append("## Linux %s, backing `%s`" % (kern, back))
+        out.append("")
+        out.append("| workload | target | IOPS | spread | /backing | /dm-linear | /loop dio | "
+                   "/null_blk | p50 us | p99 us | ctxsw/IO | kthread ctxsw/IO | usr% | sys% |")
+        out.append("|" + " --- |" * 14)
+        for c in rows:
+            t = tname(c["target"], c["mode"])
+            if not c.get("ok"):
+                why = (c.get("error") or "missing").replace("|", "/")
+                out.append("| %s | %s | missing | %s |%s" % (
+                    c["workload"], t, why[:110], " |" * 10))
+                continue
+            out.append("| %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                c["workload"], t, fmt(c["iops"], "k"), fmt(c.get("spread_pct"), "p"),
+                fmt(c["ratio_to_backing"], "r"), fmt(c["ratio_to_dm_linear"], "r"),
+                fmt(c["ratio_to_loop_dio"], "r"), fmt(c["ratio_to_null_blk"], "r"),
+                fmt(c.get("lat_p50_us"), "p"), fmt(c.get("lat_p99_us"), "p"),
+                fmt(c.get("ctxsw_per_io"), "c"), fmt(c.get("kthread_ctxsw_per_io"), "c"),
+                fmt(c.get("cpu_usr_pct"), "p"), fmt(c.get("cpu_sys_pct"), "p")))
+        out.append("")
+    paths = [c for c in cs if c["target"] == "loopmq" and c.get("ok") and c.get("paths")]
+    if paths:
+        out.append("## loopmq dispatch paths (counter deltas over the median run)")
+        out.append("")
+        names = []
+        for c in paths:
+            for n in c["paths"]:
+                if n not in names:
+                    names.append(n)
+        out.append("| kernel | backing | workload | mode | " + " | ".join(names) + " |")
+        out.append("|" + " --- |" * (4 + len(names)))
+        for c in paths:
+            out.append("| %s | %s | %s | %s | %s |" % (
+                c["kernel"], c["backing"], c["workload"], c["mode"],
+                " | ".join(str(c["paths"].get(n, "")) for n in names)))
+        out.append("")
+    return "\n".join(out)
+
+
+CHART_TARGETS = [("null_blk", ""), ("dm-linear", ""), ("loop", "dio-on"), ("loop", "dio-off"),
+                 ("loopmq", "direct"), ("loopmq", "kthread"), ("loopmq", "aio"),
+                 ("loopmq", "auto")]
+
+
+def chart(cells, resdir, kernel, png):
+    """One panel per backing: IOPS / backing per workload, one bar per target/mode."""
+    panels = []
+    for b in BACKINGS[1:]:
+        wls = [w for w in WORKLOADS if cells.get((kernel, "backing", "", b, w), {}).get("ok")]
+        if wls:
+            panels.append((b, wls))
+    if not panels:
+        return None
+    dat = os.path.join(resdir, "chart-%s.dat" % kernel)
+    with open(dat, "w") as f:
+        for b, wls in panels:
+            f.write("# backing %s\n" % b)
+            f.write("workload " + " ".join(tname(t, m) for t, m in CHART_TARGETS) + "\n")
+            for w in wls:
+                vals = []
+                for t, m in CHART_TARGETS:
+                    c = cells.get((kernel, t, m, b if t != "null_blk" else "null_blk", w))
+                    v = None
+                    if c and c.get("ok"):
+                        if t == "null_blk":
+                            base = cells.get((kernel, "backing", "", b, w), {}).get("iops")
+                            v = c["iops"] / base if base else None
+                        else:
+                            v = c.get("ratio_to_backing")
+                    vals.append("%.4f" % v if v is not None else "0")
+                f.write('"%s" %s\n' % (SHORT.get(w, w), " ".join(vals)))
+            f.write("\n\n")
+    n = len(panels)
+    colors = ["#999999", "#4477aa", "#cc6677", "#ddaa77", "#117733", "#44aa99",
+              "#88ccee", "#332288"]
+    gp = ["set terminal pngcairo size 1100,%d font 'sans,10'" % (330 * n + 40),
+          "set output '%s'" % png,
+          "set multiplot layout %d,1 title 'loopmq bench, Linux %s: IOPS as a fraction of the "
+          "backing itself (1.0 = fio directly on it); bars at 0 = missing'" % (n, kernel),
+          "set style data histogram", "set style histogram cluster gap 1",
+          "set style fill solid 0.9 border -1", "set boxwidth 0.9",
+          "set yrange [0:*]", "set grid ytics", "set key outside right top vertical",
+          "set ylabel 'IOPS / backing'", "set xtics nomirror",
+          "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb '#000000'"]
+    for i, (b, wls) in enumerate(panels):
+        gp.append("set title 'backing: %s'" % b)
+        plots = []
+        for j, (t, m) in enumerate(CHART_TARGETS):
+            plots.append("'%s' index %d using %d:xtic(1) title '%s' lc rgb '%s'" % (
+                dat, i, j + 2, tname(t, m), colors[j]))
+        gp.append("plot " + ", ".join(plots))
+    gp.append("unset multiplot")
+    gpf = os.path.join(resdir, "chart-%s.gp" % kernel)
+    open(gpf, "w").write("\n".join(gp) + "\n")
+    r = subprocess.run(["gnuplot", gpf], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write("gnuplot failed: %s\n" % r.stderr)
+        return None
+    return png
+
+
+def compare(a, b):
+    """Print how far the medians of two results moved (non-missing cells)."""
+    ca, cb = load(a), load(b)
+    worst = {"single": 0.0, "multi": 0.0}
+    lines = []
+    for k in sorted(ca, key=lambda k: order(ca[k])):
+        x, y = ca[k], cb.get(k)
+        if not (x.get("ok") and y and y.get("ok")):
+            continue
+        d = 100.0 * (y["iops"] - x["iops"]) / x["iops"]
+        cls = "single" if k[4] in SINGLE_JOB else "multi"
+        worst[cls] = max(worst[cls], abs(d))
+        lim = 1.0 if cls == "single" else 3.0
+        lines.append("%-5s %-10s %-10s %-16s %-30s %10.1f %10.1f %+6.2f%% %s" % (
+            k[0], k[3], tname(k[1], k[2]), "", k[4], x["iops"], y["iops"], d,
+            "" if abs(d) <= lim else "OUT OF BOUND (%.0f%%)" % lim))
+    print("\n".join(lines))
+    print("largest move: single-job %.2f%% (bound 1%%), multi-job %.2f%% (bound 3%%)" % (
+        worst["single"], worst["multi"]))
+    return 0 if worst["single"] <= 1.0 and worst["multi"] <= 3.0 else 1
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--compare":
+        return compare(args[0], args[2])
+    if len(args) != 1:
+        print(__doc__)
+        return 2
+    resdir = args[0]
+    cells = load(resdir)
+    if not cells:
+        print("report: no cells found under %s" % resdir)
+        return 1
+    add_ratios(cells)
+    cs = sorted(cells.values(), key=order)
+    keep = []
+    for c in cs:
+        c = dict(c)
+        c.pop("runs_detail_raw", None)
+        keep.append(c)
+    json.dump(keep, open(os.path.join(resdir, "bench.json"), "w"), indent=1)
+    try:
+        meta_txt = open(os.path.join(resdir, "meta.txt")).read()
+    except OSError:
+        meta_txt = ""
+    md = markdown(cells, meta_txt)
+    kernels = []
+    for c in cs:
+        if c["kernel"] not in kernels:
+            kernels.append(c["kernel"])
+    pngs = []
+    for i, k in enumerate(kernels):
+        name = "iops-vs-backing.png" if i == 0 else "iops-vs-backing-%s.png" % k
+        p = chart(cells, resdir, k, os.path.join(resdir, name))
+        if p:
+            pngs.append(os.path.basename(p))
+    md += "\n" + "\n".join("![%s](%s)" % (p, p) for p in pngs) + "\n"
+    open(os.path.join(resdir, "results.md"), "w").write(md)
+    print(md)
+    ok = sum(1 for c in cs if c.get("ok"))
+    print("report: %d cells, %d measured, %d missing; bench.json, results.md, %s in %s" % (
+        len(cs), ok, len(cs) - ok, ", ".join(pngs) or "no chart", resdir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
