@@ -1,0 +1,204 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 55-dm-faults: the backing file lives on ext4 on a device-mapper device.
+#  1. dm-error over 1 MiB of the backing file: in every mode, direct-I/O
+#     reads and writes that hit it fail with EIO, the rest of the device
+#     reads back the right data; with buffered backing I/O a read of the bad
+#     region fails with EIO and a write there makes the next fsync fail.
+#  2. dm-flakey (1 s up / 1 s down) under I/O: some I/O fails, some works,
+#     nothing hangs (each I/O has a time limit).
+#  3. Back to a healthy table: the device works again, detaches, unloads.
+# ext4 without a journal, so write errors do not abort the filesystem.
+# timeout: 600
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+T_N=0 T_PASS=0 T_FAIL=0
+t_ok()   { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
+t_fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+t_skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - # SKIP $*"; }
+t_diag() { echo "# $*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT.
+t_is() {
+	if [ "$1" = "$2" ]; then t_ok "$3 ($1)"; else t_fail "$3: got '$1', want '$2'"; fi
+}
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then t_ok "$d"; else
+		t_fail "$d (exit $rc)"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() {
+	echo "1..$T_N"
+	echo "$T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]; exit $?
+}
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+[ -x "$(command -v lmq-ioctl)" ] || { echo "1..0 # SKIP lmq-ioctl not installed"; exit 77; }
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+modprobe dm-mod 2>/dev/null; modprobe dm-flakey 2>/dev/null
+command -v dmsetup >/dev/null && [ -c /dev/mapper/control ] ||
+	{ echo "1..0 # SKIP no device-mapper"; exit 77; }
+W=/tmp/t55 M=/mnt/t55 DM=t55
+mkdir -p $W $M
+SECT=1048576			# 512 MiB of /dev/vda
+dms() { dmsetup --noudevsync --verifyudev "$@"; }
+settable() {	# settable FILE: replace the live table of $DM
+	dms suspend $DM && dms load $DM "$1" && dms resume $DM
+}
+echo "0 $SECT linear /dev/vda 0" >$W/linear
+dms create $DM $W/linear || { t_fail "dmsetup create"; t_done; }
+MD=/dev/mapper/$DM
+[ -b $MD ] || MD=/dev/$(basename "$(readlink -f /sys/block/dm-0)")
+mkfs.ext4 -q -F -O ^has_journal $MD >/dev/null && mount -o errors=continue $MD $M ||
+	{ t_fail "ext4 on $MD"; dms remove $DM; t_done; }
+head -c 32M /dev/urandom >$W/data
+dd if=$W/data of=$M/img bs=1M conv=fsync status=none
+sync
+# physical location of file bytes 8 MiB .. 9 MiB (4 KiB blocks 2048..2303)
+read -r lstart pstart len < <(filefrag -v $M/img | awk -F'[: .]+' '
+	/^ *[0-9]+:/ { l0 = $3; l1 = $4; p0 = $5; if (l0 <= 2048 && l1 >= 2303) print l0, p0, l1 - l0 + 1 }' | head -n1)
+if [ -z "$pstart" ]; then
+	t_fail "no single extent covers 8-9 MiB of the backing file"; filefrag -v $M/img | sed 's/^/#   /'
+	umount $M; dms remove $DM; t_done
+fi
+BAD=$(( (pstart + 2048 - lstart) * 8 ))	# first bad sector on $MD
+t_diag "file extent: logical $lstart physical $pstart len $len; bad sectors $BAD..$((BAD + 2047))"
+cat >$W/bad <<T
+0 $BAD linear /dev/vda 0
+$BAD 2048 error
+$((BAD + 2048)) $((SECT - BAD - 2048)) linear /dev/vda $((BAD + 2048))
+T
+echo "0 $SECT flakey /dev/vda 0 1 1" >$W/flakey
+
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0)
+r() { timeout 60 lmq-ioctl "$@" 2>&1 | head -n1 | awk '{ print $1 }'; }
+sha() { sha256sum | cut -d' ' -f1; }
+WANT0=$(head -c 1M $W/data | sha)
+t_is "$(r configure $D $M/img 16 0)" OK "attach with direct I/O to the file on $DM"
+settable $W/bad || t_fail "load the dm-error table"
+for mode in $LMQ_MODES; do
+	[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+	echo 3 >/proc/sys/vm/drop_caches
+	t_is "$(r pread $D $((8 << 20)) 4096 direct)" EIO "$mode/dio: read inside the bad region"
+	t_is "$(r pread $D $(((9 << 20) - 4096)) 4096 direct)" EIO "$mode/dio: read of its last block"
+	t_is "$(r pwrite $D $(((8 << 20) + 65536)) 8192 direct)" EIO "$mode/dio: write inside the bad region"
+	t_is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" "$WANT0" "$mode/dio: first MiB reads back"
+	t_is "$(r pread $D $((9 << 20)) 4096 direct)" OK "$mode/dio: read right after the bad region"
+	t_is "$(r pwrite $D $((20 << 20)) 65536 direct)" OK "$mode/dio: write elsewhere"
+	if lmq_is_mq; then
+		e=$(lmq_stat 0 errors)
+		[ "${e:-0}" -gt 0 ] && t_ok "$mode: stats errors=$e" || t_fail "$mode: stats errors='$e'"
+	fi
+done
+# buffered backing I/O
+t_is "$(r set-dio $D 0)" OK "switch to buffered backing I/O"
+for mode in $LMQ_MODES; do
+	[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+	echo 3 >/proc/sys/vm/drop_caches
+	t_is "$(r pread $D $(((8 << 20) + 4096)) 4096 direct)" EIO "$mode/buffered: read inside the bad region"
+	t_is "$(r pread $D $((12 << 20)) 4096 direct)" OK "$mode/buffered: read elsewhere"
+	w=$(r pwrite $D $(((8 << 20) + 131072)) 4096 direct)
+	f=$(r fsync $D)
+	t_is "$w/$f" "OK/EIO" "$mode/buffered: write into the bad region, then fsync fails"
+	t_is "$(r fsync $D)" OK "$mode/buffered: the next fsync is clean"
+done
+
+# dm-flakey under I/O: nothing may hang
+t_is "$(r set-dio $D 1)" OK "back to direct I/O"
+settable $W/flakey || t_fail "load the dm-flakey table"
+for mode in $LMQ_MODES; do
+	[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+	ok=0 eio=0 other=0 t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 5 ]; do
+		off=$(( (RANDOM % 2048) * 4096 ))
+		if [ $((RANDOM % 2)) = 0 ]; then x=$(r pwrite $D $off 4096 direct); else x=$(r pread $D $off 4096 direct); fi
+		case $x in OK) ok=$((ok + 1));; EIO) eio=$((eio + 1));; *) other=$((other + 1)); t_diag "flakey: got '$x'";; esac
+	done
+	t_diag "$mode/flakey: $ok ok, $eio EIO, $other other"
+	[ $ok -gt 0 ] && [ $eio -gt 0 ] && [ $other = 0 ] && t_ok "$mode/flakey: some I/O works, some fails with EIO, none hangs" ||
+		t_fail "$mode/flakey: ok=$ok eio=$eio other=$other"
+	timeout 120 fio --name=flaky --filename=$D --rw=randrw --bs=4k --ioengine=libaio \
+		--iodepth=16 --direct=1 --size=16M --time_based --runtime=3 \
+		--continue_on_error=all --output-format=terse >$W/fio.out 2>&1
+	rc=$?
+	[ $rc != 124 ] && t_ok "$mode/flakey: fio QD16 ends in time (exit $rc)" || t_fail "$mode/flakey: fio hung"
+done
+
+# healthy again
+settable $W/linear || t_fail "load the linear table"
+for mode in $LMQ_MODES; do
+	[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+	head -c 1M /dev/urandom >$W/new
+	dd if=$W/new of=$D bs=64k seek=$((24 * 16)) oflag=direct conv=fsync status=none
+	t_is "$(dd if=$D bs=64k skip=$((24 * 16)) count=16 iflag=direct status=none | sha)" \
+		"$(sha <$W/new)" "$mode: device works again after the faults"
+done
+t_is "$(r clr-fd $D)" OK "detach"
+lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && t_ok "unbound" || t_fail "still bound"
+umount $M || t_fail "umount"
+dms remove $DM || t_fail "dmsetup remove"
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done
