@@ -496,7 +496,7 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int lmq_list(int **list, int *count)
+int lmq_list(int **list, int *count, int sorted)
 {
 	DIR *d = opendir("/sys/block");
 	struct dirent *de;
@@ -525,7 +525,7 @@ int lmq_list(int **list, int *count)
 		v[n++] = idx;
 	}
 	closedir(d);
-	if (n)
+	if (n && sorted)
 		qsort(v, n, sizeof(*v), cmp_int);
 	*list = v;
 	*count = n;

@@ -76,8 +76,11 @@ int lmq_remove(int index);
 int lmq_exists(int index);			/* 1 if the node exists */
 int lmq_is_bound(int index);			/* 1 bound, 0 not, -errno */
 int lmq_get_info(int index, struct lmq_info *info);
-/* Indexes of all existing devices (sorted); *list is malloc'ed. */
-int lmq_list(int **list, int *count);
+/*
+ * Indexes of all existing devices; *list is malloc'ed.  sorted=0 keeps the
+ * order of /sys/block (what util-linux losetup lists in), else by index.
+ */
+int lmq_list(int **list, int *count, int sorted);
 
 /*
  * Attach a backing file.  LOOP_CONFIGURE, or LOOP_SET_FD +

@@ -359,8 +359,9 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 		error_at(NULL, ENOMEM, "cannot format output");
 		exit(1);
 	}
+	/* like losetup, the header sets the minimum width even with -n */
 	for (j = 0; j < f->ncols; j++)
-		width[j] = f->noheadings ? 0 : strlen(columns[f->cols[j]].name);
+		width[j] = strlen(columns[f->cols[j]].name);
 	for (i = 0; i < n; i++)
 		for (j = 0; j < f->ncols; j++) {
 			char *cell = cells + ((size_t)i * f->ncols + j) * enc_len;
@@ -830,7 +831,8 @@ static int bound_devices(int **list, int *n)
 {
 	int *all, count, i, k = 0, r;
 
-	r = lmq_list(&all, &count);
+	/* the order of /sys/block, as losetup lists */
+	r = lmq_list(&all, &count, 0);
 	if (r) {
 		error_at("/sys/block", -r, "cannot list devices");
 		return -1;
