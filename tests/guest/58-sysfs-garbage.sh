@@ -1,0 +1,175 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 58-sysfs-garbage: garbage written to every writable loopmq sysfs attribute
+# (/sys/block/loopmqN/loopmq/*, /sys/block/loopmqN/loop/*, and the writable
+# module parameters) of a bound device under a verifying fio and of an
+# unbound device.  Afterwards every attribute reads back a valid value,
+# bad mode words were refused (EINVAL) without changing the mode, fio
+# verified, both devices still work and the module unloads.
+# timeout: 300
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+T_N=0 T_PASS=0 T_FAIL=0
+t_ok()   { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
+t_fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+t_skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - # SKIP $*"; }
+t_diag() { echo "# $*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT.
+t_is() {
+	if [ "$1" = "$2" ]; then t_ok "$3 ($1)"; else t_fail "$3: got '$1', want '$2'"; fi
+}
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then t_ok "$d"; else
+		t_fail "$d (exit $rc)"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() {
+	echo "1..$T_N"
+	echo "$T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]; exit $?
+}
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+[ -x "$(command -v lmq-ioctl)" ] || { echo "1..0 # SKIP lmq-ioctl not installed"; exit 77; }
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+lmq_is_mq || { echo "1..0 # SKIP loopmq-only attributes"; exit 77; }
+W=/tmp/t58
+mkdir -p $W
+lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+D0=$(lmq_dev 0) S0=$(lmq_sys 0) S1=$(lmq_sys 1)
+truncate -s 32M $W/img0; truncate -s 8M $W/img1
+t_is "$(lmq-ioctl set-fd $D0 $W/img0)" OK "attach $D0"
+
+# printf formats: the bytes written
+GARBAGE=('' '\n' 'bogus' 'bogus\n' '-1' '0' '1' '2' '3' '4' '4294967296'
+	'99999999999999999999999999' 'direct\n\n' ' direct' 'direct ' 'DIRECT'
+	'auto\0junk' 'kthreadX' 'aio\n' 'kthread' '\xff\xfe\x00\x01' '0x10' '1e3'
+	'%%s%%n' 'direct\nkthread\n')
+long=$(head -c 5000 /dev/zero | tr '\0' 'A')
+attrs=()
+for a in $S0/loopmq/* $S0/loop/* $S1/loopmq/* $S1/loop/* /sys/module/$LMQ_MOD/parameters/*; do
+	[ -f "$a" ] || continue
+	[ -n "$(find "$a" -perm -u+w)" ] && attrs+=("$a")
+done
+t_diag "writable attributes: ${attrs[*]}"
+[ ${#attrs[@]} -ge 3 ] && t_ok "found ${#attrs[@]} writable attributes" || t_fail "only ${#attrs[@]} writable attributes"
+
+fio --name=g --filename=$D0 --rw=randrw --bs=4k --ioengine=libaio --iodepth=8 --direct=1 \
+	--size=16M --time_based --runtime=10 --verify=crc32c --verify_backlog=32 \
+	--output-format=terse >$W/fio.out 2>&1 &
+fpid=$!
+sleep 1
+writes=0 accepted=0
+for a in "${attrs[@]}"; do
+	for g in "${GARBAGE[@]}"; do
+		printf "$g" >"$a" 2>/dev/null && accepted=$((accepted + 1))
+		writes=$((writes + 1))
+	done
+	printf '%s' "$long" >"$a" 2>/dev/null && accepted=$((accepted + 1))
+	head -c 256 /dev/urandom >"$a" 2>/dev/null && accepted=$((accepted + 1))
+	writes=$((writes + 2))
+	cat "$a" >/dev/null 2>&1 || t_fail "$a unreadable after garbage"
+done
+t_diag "$writes garbage writes, $accepted accepted"
+wait $fpid; rc=$?
+t_is "$rc" 0 "fio verified during the garbage writes"
+[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 10
+
+# the values left are valid
+for S in $S0 $S1; do
+	m=$(cat $S/loopmq/mode)
+	case $m in direct|kthread|aio|auto) t_ok "${S##*/} mode is '$m'";; *) t_fail "${S##*/} mode is '$m'";; esac
+	n=$(awk 'NF == 2 && $2 ~ /^[0-9]+$/' $S/loopmq/stats | wc -l)
+	t_is "$n" "$(wc -l <$S/loopmq/stats)" "${S##*/} stats: every line is 'name number'"
+done
+p=$(cat /sys/module/$LMQ_MOD/parameters/mode 2>/dev/null)
+case $p in direct|kthread|aio|auto) t_ok "parameter mode is '$p'";; *) t_fail "parameter mode is '$p'";; esac
+sr=$(cat /sys/module/$LMQ_MOD/parameters/stack_reserve 2>/dev/null)
+[ -n "$sr" ] && [ "$sr" -ge 1024 ] && [ "$sr" -le 65536 ] && t_ok "stack_reserve is $sr" ||
+	t_fail "stack_reserve is '$sr'"
+
+# the documented behaviour of mode
+for S in $S0 $S1; do
+	echo kthread >$S/loopmq/mode
+	for g in bogus DIRECT '' 'auto x' 4; do
+		if printf '%s' "$g" >$S/loopmq/mode 2>/dev/null; then
+			t_fail "${S##*/}: mode accepted '$g'"
+		else t_ok "${S##*/}: mode refuses '$g'"; fi
+	done
+	t_is "$(cat $S/loopmq/mode)" kthread "${S##*/}: mode unchanged by refused writes"
+	t_is "$(printf 'aio\n' >$S/loopmq/mode 2>&1; cat $S/loopmq/mode)" aio "${S##*/}: 'aio\\n' accepted"
+	echo 0 >$S/loopmq/stats && t_ok "${S##*/}: stats reset with 0" || t_fail "${S##*/}: writing 0 to stats"
+done
+
+# both devices still work
+head -c 1M /dev/urandom >$W/d
+for i in 0 1; do
+	D=$(lmq_dev $i)
+	[ $i = 1 ] && { t_is "$(lmq-ioctl set-fd $D $W/img1)" OK "attach $D"; }
+	dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none
+	t_is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha256sum)" "$(sha256sum <$W/d)" "$D reads back"
+	t_is "$(lmq-ioctl clr-fd $D)" OK "detach $D"
+done
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+t_done
