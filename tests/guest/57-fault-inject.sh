@@ -1,0 +1,242 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 57-fault-inject (debug kernel only; skipped where
+# /sys/kernel/debug/failslab is absent): FAILSLAB for the test's own
+# processes (task-filter, make-it-fail) at several probabilities during
+# module load, device add/attach/mode switch, I/O and detach/remove; then
+# FAIL_MAKE_REQUEST on the backing block device (brd) and on the device
+# itself under I/O.  Every operation may fail, but cleanly: afterwards (with
+# injection off) the state is consistent, the device works, data written
+# reads back, every device detaches and the module unloads.
+# timeout: 900
+# ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The driver under test: loopmq, or the stock loop driver to validate the
+# test itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on
+# the guest's kernel command line).  Same script, same ABI.
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	LMQ_MOD=loop LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	LMQ_MODES=${LMQ_MODES:-stock}
+else
+	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+fi
+LMQ_PREFIX=/dev/$LMQ_NAME
+LOSETUP=$(command -v losetup)
+T_N=0 T_PASS=0 T_FAIL=0
+t_ok()   { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
+t_fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+t_skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - # SKIP $*"; }
+t_diag() { echo "# $*"; }
+# t_is GOT WANT DESC: pass when GOT equals WANT.
+t_is() {
+	if [ "$1" = "$2" ]; then t_ok "$3 ($1)"; else t_fail "$3: got '$1', want '$2'"; fi
+}
+# t_run DESC CMD...: pass when CMD exits 0; its output is shown on failure.
+t_run() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then t_ok "$d"; else
+		t_fail "$d (exit $rc)"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
+}
+t_done() {
+	echo "1..$T_N"
+	echo "$T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]; exit $?
+}
+lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+lmq_dev()    { echo "$LMQ_PREFIX$1"; }
+lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
+# lmq_load NR [PARAM=V...]: load the driver with NR devices (max_part=,
+# mode= are passed through; mode= is dropped for the stock driver).
+lmq_load() {
+	local nr=$1 p args=()
+	shift
+	for p in "$@"; do
+		case $p in mode=*) lmq_is_mq && args+=("$p") ;; *) args+=("$p") ;; esac
+	done
+	if lmq_is_mq; then
+		modprobe loopmq nr_devices="$nr" "${args[@]}" || return 1
+	else
+		modprobe loop max_loop="$nr" "${args[@]}" || return 1
+	fi
+	udevadm settle 2>/dev/null
+	[ -b "$(lmq_dev $((nr - 1)))" ] && [ -c "$LMQ_CTL" ]
+}
+# lmq_detach_all: unbind every device of the driver under test.
+lmq_detach_all() {
+	local d
+	for d in /sys/block/$LMQ_NAME[0-9]*; do
+		[ -e "$d/loop/backing_file" ] || continue
+		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
+	done
+}
+lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
+# lmq_mode N MODE: switch device N's dispatch mode (no-op for stock loop).
+lmq_mode() {
+	lmq_is_mq || return 0
+	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
+	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+}
+# lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
+lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
+lmq_wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do [ -e "$1" ] || return 0; sleep 0.1; done
+	return 1
+}
+[ -x "$(command -v lmq-ioctl)" ] || { echo "1..0 # SKIP lmq-ioctl not installed"; exit 77; }
+t_diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
+# ---- END lmq preamble
+
+FS=/sys/kernel/debug/failslab FM=/sys/kernel/debug/fail_make_request
+[ -d $FS ] && [ -d $FM ] || { echo "1..0 # SKIP no failslab/fail_make_request (not the debug kernel)"; exit 77; }
+W=/tmp/t57
+mkdir -p $W
+truncate -s 16M $W/img
+head -c 1M /dev/urandom >$W/d
+sha() { sha256sum | cut -d' ' -f1; }
+WANT=$(sha <$W/d)
+
+# inject CMD...: run CMD with failslab on for it (and its children) only
+inject() { ( echo 1 >/proc/self/make-it-fail && exec timeout 120 "$@" ); }
+slab_on() {
+	echo Y >$FS/task-filter; echo N >$FS/ignore-gfp-wait; echo 0 >$FS/verbose
+	echo 1 >$FS/interval; echo -1 >$FS/times; echo "$1" >$FS/probability
+}
+slab_off() { echo 0 >$FS/probability; }
+r() { timeout 120 lmq-ioctl "$@" 2>&1 | head -n1 | awk '{ print $1 }'; }
+bound() { [ -e "$(lmq_sys $1)/loop/backing_file" ]; }
+# works N: attach (if needed), write, read back, detach, without injection
+works() {
+	local D=$(lmq_dev $1)
+	bound $1 || [ "$(r set-fd $D $W/img)" = OK ] || return 1
+	dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none || return 1
+	[ "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" = "$WANT" ] || return 1
+	[ "$(r clr-fd $D)" = OK ]
+}
+
+for P in 5 20 60; do
+	# --- module load ---
+	slab_on $P
+	loaded=0 failed=0
+	for i in 1 2 3 4 5 6; do
+		if lmq_is_mq; then inject modprobe $LMQ_MOD nr_devices=4 2>/dev/null
+		else inject modprobe loop max_loop=4 2>/dev/null; fi
+		if [ $? = 0 ]; then loaded=$((loaded + 1)); else failed=$((failed + 1)); fi
+		slab_off
+		if grep -q "^$LMQ_MOD " /proc/modules; then
+			modprobe -r $LMQ_MOD || t_fail "P=$P: unload after an injected load"
+		fi
+		slab_on $P
+	done
+	slab_off
+	t_diag "P=$P%: module load under failslab: $loaded loaded, $failed failed"
+	t_ok "P=$P%: 6 loads under failslab, each loaded or failed cleanly"
+	lmq_load 4 || { t_fail "P=$P: clean load after injected loads"; continue; }
+
+	# --- add / attach / mode / remove ---
+	slab_on $P
+	ok=0 err=0
+	for i in $(seq 20); do
+		D=$(lmq_dev $((i % 4)))
+		for op in "configure $D $W/img 0 0" "set-mode $D kthread" "set-mode $D auto" \
+			"set-status $D 0 0 0" "set-block-size $D 4096" "clr-fd $D" \
+			"ctl-add $LMQ_CTL $((10 + i % 3))" "ctl-remove $LMQ_CTL $((10 + i % 3))" \
+			"set-fd $D $W/img" "set-dio $D 1" "clr-fd $D"; do
+			x=$( (echo 1 >/proc/self/make-it-fail && exec timeout 120 lmq-ioctl $op) 2>/dev/null | head -n1)
+			case $x in OK*) ok=$((ok + 1));; *) err=$((err + 1));; esac
+		done
+	done
+	slab_off
+	t_diag "P=$P%: control ops under failslab: $ok OK, $err failed"
+	for i in 0 1 2 3; do
+		works $i && t_ok "P=$P%: $(lmq_dev $i) works after injected control ops" ||
+			t_fail "P=$P%: $(lmq_dev $i) broken after injected control ops"
+	done
+	for i in 10 11 12; do [ -e $(lmq_sys $i) ] && r ctl-remove $LMQ_CTL $i >/dev/null; done
+
+	# --- I/O under failslab, every mode ---
+	t_is "$(r set-fd $(lmq_dev 0) $W/img)" OK "P=$P%: attach for I/O"
+	for mode in $LMQ_MODES; do
+		[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "P=$P% $mode: set mode"
+		slab_on $P
+		ioerr=0
+		for i in 1 2 3 4; do
+			inject dd if=$W/d of=$(lmq_dev 0) bs=64k oflag=direct status=none 2>/dev/null || ioerr=$((ioerr + 1))
+			inject dd if=$(lmq_dev 0) of=/dev/null bs=64k count=16 iflag=direct status=none 2>/dev/null || ioerr=$((ioerr + 1))
+			inject dd if=$W/d of=$(lmq_dev 0) bs=4k conv=fsync status=none 2>/dev/null || ioerr=$((ioerr + 1))
+		done
+		slab_off
+		t_diag "P=$P% $mode: $ioerr of 12 I/O commands failed under failslab"
+		dd if=$W/d of=$(lmq_dev 0) bs=64k oflag=direct conv=fsync status=none
+		t_is "$(dd if=$(lmq_dev 0) bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
+			"P=$P% $mode: data reads back after I/O under failslab"
+	done
+	# --- detach under failslab ---
+	slab_on $P
+	x=$( (echo 1 >/proc/self/make-it-fail && exec lmq-ioctl clr-fd $(lmq_dev 0)) 2>/dev/null | head -n1)
+	slab_off
+	if [ "$x" = OK ]; then
+		lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && t_ok "P=$P%: detach under failslab: OK, unbound" ||
+			t_fail "P=$P%: detach said OK, device still bound"
+	else
+		t_is "$(r clr-fd $(lmq_dev 0))" OK "P=$P%: detach under failslab failed ($x), the retry works"
+	fi
+	lmq_unload; t_is "$?" 0 "P=$P%: $LMQ_MOD unloads"
+done
+slab_off
+
+# --- FAIL_MAKE_REQUEST on the backing device (brd) ---
+modprobe brd rd_nr=1 rd_size=16384 || { t_fail "modprobe brd"; t_done; }
+lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+D=$(lmq_dev 0)
+echo 0 >$FM/verbose; echo 1 >$FM/interval; echo -1 >$FM/times
+for dio in 16 0; do
+	t_is "$(r configure $D /dev/ram0 $dio 0)" OK "attach /dev/ram0 (flags $dio)"
+	for mode in $LMQ_MODES; do
+		[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+		for P in 10 50 100; do
+			echo $P >$FM/probability; echo 1 >/sys/block/ram0/make-it-fail
+			ok=0 eio=0 other=0
+			for i in $(seq 12); do
+				if [ $((i % 2)) = 0 ]; then x=$(r pwrite $D $((i * 65536)) 65536 direct)
+				else x=$(r pread $D $((i * 65536)) 65536 direct); fi
+				[ $dio = 0 ] && [ $((i % 2)) = 0 ] && [ "$x" = OK ] && x=$(r fsync $D)
+				case $x in OK) ok=$((ok + 1));; EIO) eio=$((eio + 1));; *) other=$((other + 1)); t_diag "got '$x'";; esac
+			done
+			echo 0 >/sys/block/ram0/make-it-fail; echo 0 >$FM/probability
+			t_diag "flags=$dio $mode P=$P%: $ok ok, $eio EIO, $other other"
+			if [ $P = 100 ]; then
+				[ $eio -gt 0 ] && [ $other = 0 ] && t_ok "flags=$dio $mode: backing I/O failing always gives EIO" ||
+					t_fail "flags=$dio $mode P=100: ok=$ok eio=$eio other=$other"
+			else
+				[ $other = 0 ] && t_ok "flags=$dio $mode P=$P%: only OK or EIO, nothing hung" ||
+					t_fail "flags=$dio $mode P=$P%: unexpected results"
+			fi
+		done
+		dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none
+		t_is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
+			"flags=$dio $mode: works again with injection off"
+	done
+	t_is "$(r clr-fd $D)" OK "detach from /dev/ram0"
+done
+
+# --- FAIL_MAKE_REQUEST on the device itself ---
+if [ -e $(lmq_sys 0)/make-it-fail ]; then
+	t_is "$(r set-fd $D $W/img)" OK "attach a file"
+	echo 100 >$FM/probability; echo 1 >$(lmq_sys 0)/make-it-fail
+	t_is "$(r pread $D 0 4096 direct)" EIO "bios to the device failed by the block layer: EIO"
+	echo 0 >$(lmq_sys 0)/make-it-fail; echo 0 >$FM/probability
+	t_is "$(r pread $D 0 4096 direct)" OK "and it reads again"
+	t_is "$(r clr-fd $D)" OK "detach"
+fi
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+modprobe -r brd
+t_done
