@@ -105,7 +105,7 @@ mkdir -p $W $M
 SECT=1048576			# 512 MiB of /dev/vda
 dms() { dmsetup --noudevsync --verifyudev "$@"; }
 settable() {	# settable FILE: replace the live table of $DM
-	dms suspend $DM && dms load $DM "$1" && dms resume $DM
+	dms suspend --nolockfs $DM && dms load $DM "$1" && dms resume $DM
 }
 echo "0 $SECT linear /dev/vda 0" >$W/linear
 dms create $DM $W/linear || { t_fail "dmsetup create"; t_done; }
