@@ -197,7 +197,8 @@ nullb_new() {	# name memory_backed irqmode completion_nsec size_mb -> prints /de
 	echo "$4" >"$d/completion_nsec"
 	echo 512 >"$d/blocksize"
 	echo 1 >"$d/power" || return 1
-	echo "/dev/nullb$(cat "$d/index")"
+	# newer kernels name the disk after the configfs directory
+	if [ -e "/sys/block/$1" ]; then echo "/dev/$1"; else echo "/dev/nullb$(cat "$d/index")"; fi
 }
 
 setup_nullb_module() {
