@@ -21,6 +21,7 @@
  * LOOPMQ_HAVE_HOLDER_OPS	bd_prepare_to_claim() takes holder ops (6.5)
  * LOOPMQ_HAVE_MEDIA_CHANGE_1ARG disk_force_media_change() has no events (6.6)
  * LOOPMQ_HAVE_FOP_FLAGS	buffered NOWAIT is a file_operations flag (6.11)
+ * LOOPMQ_HAVE_PLUG_KTIME	a plug caches a timestamp (6.9)
  */
 
 #ifdef LOOPMQ_HAVE_BLK_MODE
@@ -141,6 +142,17 @@ static inline void loopmq_media_changed(struct gendisk *disk)
 	disk_force_media_change(disk);
 #else
 	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE);
+#endif
+}
+
+/*
+ * A plug's cached timestamp is only invalidated by schedule() while the
+ * task is flagged; an inline call that slept may have dropped the flag.
+ */
+static inline void loopmq_plug_forget_time(struct blk_plug *plug)
+{
+#ifdef LOOPMQ_HAVE_PLUG_KTIME
+	plug->cur_ktime = 0;
 #endif
 }
 

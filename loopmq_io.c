@@ -68,6 +68,7 @@
 #include <linux/swap.h>
 
 #include "loopmq.h"
+#include "loopmq_compat.h"
 
 enum loopmq_action {
 	LOOPMQ_RUN_SYNC,
@@ -77,15 +78,22 @@ enum loopmq_action {
 
 /* Saved submitter state around an inline call. */
 struct loopmq_inline {
-	struct blk_plug		*plug;
+	struct blk_plug		plug;		/* ours, for the inline call */
+	struct blk_plug		*outer_plug;
 	struct bio_list		*bio_list;
 	unsigned int		noio;
 };
 
+/*
+ * Our own plug replaces the submitter's rather than leaving none: the
+ * scheduler may assume a plug exists while a task has cached a plug
+ * timestamp (PF_BLOCK_TS), and our plug is flushed before we return.
+ */
 static void loopmq_inline_enter(struct loopmq_inline *in)
 {
-	in->plug = current->plug;
+	in->outer_plug = current->plug;
 	current->plug = NULL;
+	blk_start_plug(&in->plug);
 	in->bio_list = current->bio_list;
 	current->bio_list = NULL;
 	in->noio = memalloc_noio_save();
@@ -95,7 +103,10 @@ static void loopmq_inline_exit(struct loopmq_inline *in)
 {
 	memalloc_noio_restore(in->noio);
 	current->bio_list = in->bio_list;
-	current->plug = in->plug;
+	blk_finish_plug(&in->plug);
+	current->plug = in->outer_plug;
+	if (in->outer_plug)
+		loopmq_plug_forget_time(in->outer_plug);
 }
 
 static unsigned long loopmq_stack_left(void)
