@@ -109,9 +109,10 @@ for mode in $LMQ_MODES; do
 	[ -n "$fl" ] && [ $((fl & 4)) = 4 ] && t_ok "$mode: still bound, LO_FLAGS_AUTOCLEAR set (flags=$fl)" ||
 		t_fail "$mode: after losetup -d under load: flags='$fl'"
 	t_is "$(cat $S/loop/autoclear 2>/dev/null)" 1 "$mode: sysfs loop/autoclear"
-	if lmq_is_mq; then
-		modprobe -r $LMQ_MOD 2>/dev/null && t_fail "$mode: module unloaded while in use" ||
-			t_ok "$mode: module unload refused while in use"
+	if lmq_is_mq && kill -0 $pid 2>/dev/null; then
+		if modprobe -r $LMQ_MOD 2>/dev/null; then
+			t_fail "$mode: module unloaded while in use"; lmq_load 1
+		else t_ok "$mode: module unload refused while in use"; fi
 	fi
 	wait $pid
 	rc=$?
