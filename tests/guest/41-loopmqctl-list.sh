@@ -90,7 +90,9 @@ LT() { LOOPMQCTL_PREFIX=loop "$CTL" "$@"; }
 SHARED=NAME,AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
 STATE=AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
 LDEF=NAME,SIZELIMIT,OFFSET,AUTOCLEAR,RO,BACK-FILE,DIO,LOG-SEC
-# util-linux 2.38 pads MAJ:MIN strings in JSON ("  7:0  "); compare trimmed
+# util-linux 2.38 pads MAJ:MIN strings in JSON ("  7:0  "); compare trimmed.
+# It prints MAJ:MIN only for major 7 (null for loopmq's dynamic major), so
+# on loopmq devices the two tools are compared on NAME + STATE.
 TRIM='.loopdevices |= map(with_entries(if (.value | type) == "string" then .value |= gsub("^ +| +$"; "") else . end))'
 jnorm() { jq -S "$TRIM" 2>&1; }
 # same A B DESC: equal, else show a diff
@@ -162,9 +164,9 @@ if is_mq; then
 		tag="${o:-(no options)}: $DL by losetup, $DM by loopmqctl"
 		same "$("$CTL" -l -J -O $STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O $STATE $DL | jnorm)" \
 			"$tag: identical on every shared column"
-		run "$LOSETUP" -l -J -O $SHARED $DM
+		run "$LOSETUP" -l -J -O NAME,$STATE $DM
 		if [ $rc -eq 0 ]; then
-			same "$("$CTL" -l -J -O $SHARED $DM | jnorm)" "$(jnorm <<<"$out")" \
+			same "$("$CTL" -l -J -O NAME,$STATE $DM | jnorm)" "$(jnorm <<<"$out")" \
 				"$tag: util-linux losetup reads $DM like loopmqctl"
 		else
 			fail "$tag: util-linux losetup reads $DM" "$err"
@@ -179,7 +181,7 @@ if is_mq; then
 		pass "util-linux losetup attaches $DM"
 		is "$("$CTL" -l -n -O BACK-FILE,OFFSET $DM | tr -s ' ')" "$F 8192" \
 			"loopmqctl lists losetup's attach"
-		same "$("$CTL" -l -J -O $SHARED $DM | jnorm)" "$("$LOSETUP" -l -J -O $SHARED $DM | jnorm)" \
+		same "$("$CTL" -l -J -O NAME,$STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O NAME,$STATE $DM | jnorm)" \
 			"both tools list losetup's attach identically"
 		check "loopmqctl -d detaches losetup's attach" "$CTL" -d $DM
 	else
