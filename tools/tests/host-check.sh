@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Host-side checks of tools/ that need no device and no root: the build with
+# -Werror, lmqdev unit checks, the man pages (groff -ww without warnings,
+# man -l renders), --help lists every option the man page documents,
+# `make install` into a DESTDIR.  Run by `make -C tools check`.
+# Prints TAP and "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+n=0 np=0 nf=0
+ok()  { n=$((n + 1)); np=$((np + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); nf=$((nf + 1)); echo "not ok $n - $*"; }
+t() {
+	local d=$1 out rc
+	shift
+	out=$("$@" 2>&1); rc=$?
+	if [ $rc -eq 0 ]; then ok "$d"; else nok "$d (exit $rc)"; printf '%s\n' "$out" | tail -n 15 | sed 's/^/#   /'; fi
+}
+
+t "make (-Wall -Wextra -Werror)" make -s all
+out=$(./tests/unit 2>&1); rc=$?
+printf '%s\n' "$out" | grep '^not ok' | sed 's/^/#   /'
+[ $rc -eq 0 ] && ok "lmqdev unit checks: $(tail -n 1 <<<"$out")" || nok "lmqdev unit checks: $(tail -n 1 <<<"$out")"
+for m in man/loopmqctl.8 man/loopmq.4; do
+	w=$(groff -ww -z -man "$m" 2>&1)
+	[ -z "$w" ] && ok "$m: groff -ww -z -man gives no warning" || { nok "$m: groff warnings"; echo "$w" | sed 's/^/#   /'; }
+	r=$(MANWIDTH=80 man -l "$m" 2>&1 >/dev/null)
+	[ -z "$r" ] && ok "$m: man -l renders without messages" || { nok "$m: man -l: $r"; }
+done
+help=$(./loopmqctl --help)
+page=$(MANWIDTH=200 man -l man/loopmqctl.8 2>/dev/null)
+miss=
+# the long options of the longopts[] table
+for o in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)",.*/--\1/p' loopmqctl.c | sort -u); do
+	grep -q -- "$o" <<<"$help" || miss="$miss help:$o"
+	grep -q -- "$o" <<<"$page" || miss="$miss man:$o"
+done
+[ -z "$miss" ] && ok "every long option is in --help and in loopmqctl(8)" || nok "options missing:$miss"
+cols=$(awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f { print $1 }' <<<"$help")
+miss=
+for c in $cols; do grep -q -- "$c" <<<"$page" || miss="$miss $c"; done
+[ -n "$cols" ] && [ -z "$miss" ] && ok "every column ($(wc -w <<<"$cols")) is in loopmqctl(8)" || nok "columns missing from the man page:$miss"
+d=$(mktemp -d)
+t "make install DESTDIR=... PREFIX=/usr" make -s install DESTDIR="$d" PREFIX=/usr
+for f in usr/sbin/loopmqctl usr/share/man/man8/loopmqctl.8 usr/share/man/man4/loopmq.4; do
+	[ -f "$d/$f" ] && ok "installed /$f" || nok "installed /$f"
+done
+[ -x "$d/usr/sbin/loopmqctl" ] && "$d/usr/sbin/loopmqctl" -V | grep -q '^loopmqctl from loopmq ' &&
+	ok "installed loopmqctl -V" || nok "installed loopmqctl -V"
+rm -rf "$d"
+echo "$np passed, $nf failed"
+[ $nf -eq 0 ]

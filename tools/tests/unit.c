@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit checks of the lmqdev helpers that need no device: sizes, modes,
+ * device names.  TAP output, "N passed, N failed", exit 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lmqdev.h"
+
+static int npass, nfail;
+
+static void ok(int cond, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", npass + nfail + 1);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (cond)
+		npass++;
+	else
+		nfail++;
+}
+
+static void size_ok(const char *s, uint64_t want)
+{
+	uint64_t v = 0;
+	int r = lmq_parse_size(s, &v);
+
+	ok(r == 0 && v == want, "size '%s' = %" PRIu64 " (got r=%d v=%" PRIu64 ")",
+	   s, want, r, v);
+}
+
+static void size_bad(const char *s, int want)
+{
+	uint64_t v = 12345;
+	int r = lmq_parse_size(s, &v);
+
+	ok(r == want && v == 12345, "size '%s' rejected with %s (got %d)", s,
+	   strerror(-want), r);
+}
+
+static void dev_ok(const char *s, int want)
+{
+	int idx = -1, r = lmq_parse_device(s, &idx);
+
+	ok(r == 0 && idx == want, "device '%s' -> %d (got r=%d idx=%d)", s, want,
+	   r, idx);
+}
+
+static void dev_bad(const char *s)
+{
+	int idx = -1, r = lmq_parse_device(s, &idx);
+
+	ok(r < 0, "device '%s' rejected (got r=%d idx=%d)", s, r, idx);
+}
+
+int main(void)
+{
+	unsigned int m;
+
+	unsetenv("LOOPMQCTL_PREFIX");
+	size_ok("0", 0);
+	size_ok("512", 512);
+	size_ok("4K", 4096);
+	size_ok("4k", 4096);
+	size_ok("4KiB", 4096);
+	size_ok("4KB", 4000);
+	size_ok("1M", 1048576);
+	size_ok("1MiB", 1048576);
+	size_ok("1MB", 1000000);
+	size_ok("3G", 3ULL << 30);
+	size_ok("2T", 2ULL << 40);
+	size_ok("1P", 1ULL << 50);
+	size_ok("15E", 15ULL << 60);
+	size_ok("18446744073709551615", UINT64_MAX);
+	size_ok("100B", 100);
+	size_bad("", -EINVAL);
+	size_bad("-1", -EINVAL);
+	size_bad("+1", -EINVAL);
+	size_bad(" 1", -EINVAL);
+	size_bad("1X", -EINVAL);
+	size_bad("1KiBx", -EINVAL);
+	size_bad("0x10", -EINVAL);
+	size_bad("1.5M", -EINVAL);
+	size_bad("K", -EINVAL);
+	size_bad("16E", -ERANGE);
+	size_bad("18446744073709551616", -ERANGE);
+	size_bad("17179869184G", -ERANGE);
+
+	for (m = 0; m < LOOPMQ_MODE_NR; m++)
+		ok(lmq_mode_parse(lmq_mode_name(m)) == (int)m,
+		   "mode %s round-trips", lmq_mode_name(m));
+	ok(lmq_mode_parse("AUTO") == -EINVAL, "mode names are case-sensitive");
+	ok(lmq_mode_parse("") == -EINVAL, "empty mode rejected");
+	ok(lmq_mode_name(LOOPMQ_MODE_NR) == NULL, "no name past the last mode");
+	for (m = 0; m < LOOPMQ_FB_NR; m++)
+		ok(lmq_fallback_names[m] != NULL, "fallback reason %u has a name (%s)",
+		   m, lmq_fallback_name(m));
+
+	dev_ok("/dev/loopmq3", 3);
+	dev_ok("loopmq3", 3);
+	dev_ok("3", 3);
+	dev_ok("0", 0);
+	dev_ok("/dev/loopmq12345", 12345);
+	dev_bad("/dev/loop3");
+	dev_bad("loop3");
+	dev_bad("loopmq");
+	dev_bad("loopmq-1");
+	dev_bad("-1");
+	dev_bad("loopmq3p1");
+	dev_bad("");
+	dev_bad("99999999999");
+	dev_bad("/nonexistent/loopmq3x");
+	ok(strcmp(lmq_control_path(), "/dev/loopmq-control") == 0,
+	   "control path %s", lmq_control_path());
+	setenv("LOOPMQCTL_PREFIX", "loop", 1);
+	dev_ok("/dev/loop7", 7);
+	dev_bad("/dev/loopmq7");
+	ok(strcmp(lmq_control_path(), "/dev/loop-control") == 0,
+	   "test prefix: control path %s", lmq_control_path());
+
+	printf("%d passed, %d failed\n", npass, nfail);
+	return nfail ? 1 : 0;
+}
