@@ -82,6 +82,8 @@ struct loopmq_device {
 	unsigned int		recent_peak;	/* decaying max, see io.c */
 	unsigned int		nowait_fail;	/* decaying write EAGAIN rate */
 	unsigned int		sample;		/* racy counter for probes */
+	unsigned int		stack_used_max;	/* stack probe: deepest call */
+	unsigned int		stack_entry_max; /* stack probe: depth at entry */
 
 	struct work_struct	discard_work;	/* stop advertising discard */
 	struct loopmq_pcpu_stats __percpu *stats;
@@ -112,6 +114,7 @@ static inline void loopmq_count_fb(struct loopmq_device *lo, int reason)
 /* loopmq_main.c */
 extern int loopmq_default_mode;
 extern unsigned int loopmq_stack_reserve;
+extern bool loopmq_stack_probe;
 
 /* loopmq_io.c */
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,

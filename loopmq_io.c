@@ -109,6 +109,48 @@ static void loopmq_inline_exit(struct loopmq_inline *in)
 		loopmq_plug_forget_time(in->outer_plug);
 }
 
+/*
+ * The stack probe (parameter stack_probe, off by default): paint the free
+ * stack below queue_rq before an inline call and find the deepest word the
+ * call overwrote.  This measures what a backing filesystem's call chain
+ * needs, to choose stack_reserve.  Not on KASAN kernels, whose stack
+ * shadow would flag the painting.
+ */
+#define LOOPMQ_STACK_PAINT	0x6c6f6f706d717374UL
+#define LOOPMQ_STACK_SLACK	512	/* left unpainted at both ends */
+
+static unsigned long *loopmq_stack_paint(void)
+{
+	unsigned long *base = task_stack_page(current);
+	unsigned long *p, *top = (unsigned long *)&base;
+
+	if (IS_ENABLED(CONFIG_KASAN) || !READ_ONCE(loopmq_stack_probe))
+		return NULL;
+	top -= LOOPMQ_STACK_SLACK / sizeof(*top);
+	for (p = base + LOOPMQ_STACK_SLACK / sizeof(*p); p < top; p++)
+		WRITE_ONCE(*p, LOOPMQ_STACK_PAINT);
+	return top;
+}
+
+static void loopmq_stack_measure(struct loopmq_device *lo, unsigned long *top)
+{
+	unsigned long *base = task_stack_page(current);
+	unsigned long *p = base + LOOPMQ_STACK_SLACK / sizeof(*p);
+	unsigned int used, entry;
+
+	if (!top)
+		return;
+	while (p < top && READ_ONCE(*p) == LOOPMQ_STACK_PAINT)
+		p++;
+	used = (top - p) * sizeof(*p) + LOOPMQ_STACK_SLACK;
+	entry = THREAD_SIZE - ((unsigned long)top - (unsigned long)base) -
+		LOOPMQ_STACK_SLACK;
+	if (used > READ_ONCE(lo->stack_used_max))
+		WRITE_ONCE(lo->stack_used_max, used);
+	if (entry > READ_ONCE(lo->stack_entry_max))
+		WRITE_ONCE(lo->stack_entry_max, entry);
+}
+
 static unsigned long loopmq_stack_left(void)
 {
 	unsigned long base = (unsigned long)task_stack_page(current);
@@ -434,6 +476,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct loopmq_device *lo = rq->q->queuedata;
 	struct loopmq_inline in;
 	enum loopmq_action action;
+	unsigned long *probe;
 	int fb, ret;
 
 	blk_mq_start_request(rq);
@@ -450,17 +493,22 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), &fb);
 	switch (action) {
 	case LOOPMQ_RUN_SYNC:
+		probe = loopmq_stack_paint();
 		loopmq_inline_enter(&in);
 		ret = loopmq_exec_sync(lo, rq);
 		loopmq_inline_exit(&in);
+		loopmq_stack_measure(lo, probe);
 		loopmq_count_path(lo, LOOPMQ_PATH_INLINE);
 		loopmq_end(rq, ret);
 		break;
 	case LOOPMQ_RUN_AIO:
 		cmd->nowait = true;
+		probe = loopmq_stack_paint();
 		loopmq_inline_enter(&in);
 		ret = loopmq_aio_submit(lo, rq, true);
 		loopmq_inline_exit(&in);
+		/* Only the stack: @rq may be gone. */
+		loopmq_stack_measure(lo, probe);
 		/* After -EIOCBQUEUED, @rq may be completed and gone. */
 		if (ret != -EIOCBQUEUED)
 			loopmq_finish_rw(lo, rq, ret, false);

@@ -139,6 +139,11 @@ module_param_cb(stack_reserve, &loopmq_uint_ops, &loopmq_p_stack_reserve, 0644);
 MODULE_PARM_DESC(stack_reserve,
 		 "Bytes of stack that must be free to run a request inline; less sends it to the kthread (1024-THREAD_SIZE). Default: 8192");
 
+bool loopmq_stack_probe;
+module_param_named(stack_probe, loopmq_stack_probe, bool, 0644);
+MODULE_PARM_DESC(stack_probe,
+		 "Measure the stack used by inline calls (slow; ignored on KASAN kernels), see loopmq/stack. Default: 0");
+
 /* ---- globals ---- */
 
 static int loopmq_major;
@@ -448,6 +453,8 @@ static void loopmq_reset_stats(struct loopmq_device *lo)
 		memset(per_cpu_ptr(lo->stats, cpu), 0,
 		       sizeof(struct loopmq_pcpu_stats));
 	WRITE_ONCE(lo->peak_inflight, 0);
+	WRITE_ONCE(lo->stack_used_max, 0);
+	WRITE_ONCE(lo->stack_entry_max, 0);
 }
 
 static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
@@ -481,12 +488,25 @@ static ssize_t stats_store(struct device *dev, struct device_attribute *attr,
 	return count;
 }
 
+/* The stack probe's findings: bytes used by inline calls, and before. */
+static ssize_t stack_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct loopmq_device *lo = loopmq_dev_of(dev);
+
+	return sysfs_emit(buf, "used_max %u\nentry_max %u\nthread_size %lu\n",
+			  READ_ONCE(lo->stack_used_max),
+			  READ_ONCE(lo->stack_entry_max), THREAD_SIZE);
+}
+
 static DEVICE_ATTR_RW(mode);
 static DEVICE_ATTR_RW(stats);
+static DEVICE_ATTR_RO(stack);
 
 static struct attribute *loopmq_attrs[] = {
 	&dev_attr_mode.attr,
 	&dev_attr_stats.attr,
+	&dev_attr_stack.attr,
 	NULL,
 };
 
