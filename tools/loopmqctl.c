@@ -343,33 +343,45 @@ static void print_json(const struct outfmt *f, const struct lmq_info *infos,
 	printf("   ]\n}\n");
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p) {
+		error_at(NULL, ENOMEM, "cannot format output");
+		exit(1);
+	}
+	return p;
+}
+
 static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 			int n)
 {
 	size_t width[C_NR * 2], enc_len = 4 * (PATH_MAX + 32);
-	char *cells, *enc;
+	char **cells, *enc;
 	struct cell v;
 	int i, j;
 
-	if (!n && !f->json)
-		return;	/* like losetup: nothing at all */
-	cells = calloc((size_t)n * f->ncols + 1, enc_len);
-	enc = malloc(enc_len);
-	if (!cells || !enc) {
-		error_at(NULL, ENOMEM, "cannot format output");
-		exit(1);
-	}
+	if (!n)
+		return;	/* like losetup: nothing at all, not even a header */
+	cells = xcalloc((size_t)n * f->ncols, sizeof(*cells));
+	enc = xcalloc(1, enc_len);
 	/* like losetup, the header sets the minimum width even with -n */
 	for (j = 0; j < f->ncols; j++)
 		width[j] = strlen(columns[f->cols[j]].name);
 	for (i = 0; i < n; i++)
 		for (j = 0; j < f->ncols; j++) {
-			char *cell = cells + ((size_t)i * f->ncols + j) * enc_len;
+			char **cell = &cells[(size_t)i * f->ncols + j];
 
 			get_cell(&infos[i], f->cols[j], &v);
-			encode(v.str, f->raw, cell, enc_len);
-			if (strlen(cell) > width[j])
-				width[j] = strlen(cell);
+			encode(v.str, f->raw, enc, enc_len);
+			*cell = strdup(enc);
+			if (!*cell) {
+				error_at(NULL, ENOMEM, "cannot format output");
+				exit(1);
+			}
+			if (strlen(*cell) > width[j])
+				width[j] = strlen(*cell);
 		}
 	for (i = f->noheadings ? 0 : -1; i < n; i++) {
 		char *line = NULL;
@@ -383,7 +395,7 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 		for (j = 0; j < f->ncols; j++) {
 			const struct column *col = &columns[f->cols[j]];
 			const char *s = i < 0 ? col->name :
-				cells + ((size_t)i * f->ncols + j) * enc_len;
+				cells[(size_t)i * f->ncols + j];
 			int last = j + 1 == f->ncols;
 
 			if (f->raw)
@@ -402,6 +414,8 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 		printf("%s\n", line);
 		free(line);
 	}
+	for (i = 0; i < n * f->ncols; i++)
+		free(cells[i]);
 	free(cells);
 	free(enc);
 }
