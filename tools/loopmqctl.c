@@ -480,8 +480,8 @@ enum {
 static const struct option longopts[] = {
 	{ "all",		no_argument,		NULL, 'a' },
 	{ "sector-size",	required_argument,	NULL, 'b' },
-	{ "set-capacity",	no_argument,		NULL, 'c' },
-	{ "detach",		no_argument,		NULL, 'd' },
+	{ "set-capacity",	required_argument,	NULL, 'c' },
+	{ "detach",		required_argument,	NULL, 'd' },
 	{ "detach-all",		no_argument,		NULL, 'D' },
 	{ "find",		no_argument,		NULL, 'f' },
 	{ "help",		no_argument,		NULL, 'h' },
@@ -572,6 +572,7 @@ struct opts {
 	int		list, json, raw, noheadings, output_all, verbose;
 	const char	*output;
 	const char	*assoc;
+	const char	*actdev;	/* argument of -d / -c */
 	int		show, ro, partscan;
 	int		have_offset, have_sizelimit, have_bs, have_dio, have_mode;
 	uint64_t	offset, sizelimit;
@@ -1132,12 +1133,14 @@ int main(int argc, char **argv)
 	int c, nargs, i;
 	char **args;
 
+	/* getopt's own messages say "loopmqctl:" too */
+	program_invocation_name = (char *)prog;
 	memset(&o, 0, sizeof(o));
 	memset(&f, 0, sizeof(f));
 	for (i = 0; i < (int)(sizeof(default_columns) / sizeof(default_columns[0])); i++)
 		f.cols[f.ncols++] = default_columns[i];
 
-	while ((c = getopt_long(argc, argv, "ab:cdDfhj:JlnO:o:PrvV", longopts,
+	while ((c = getopt_long(argc, argv, "ab:c:d:Dfhj:JlnO:o:PrvV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -1157,12 +1160,20 @@ int main(int argc, char **argv)
 			o.bs = (unsigned int)v;
 			break;
 		case 'c':
+			/* as losetup: the device is the option's argument */
 			if (set_action(&o, A_CAPACITY))
 				return 1;
+			o.actdev = optarg;
 			break;
 		case 'd':
+			/* the first device is the argument, more may follow */
 			if (set_action(&o, A_DETACH))
 				return 1;
+			if (o.actdev) {
+				error_at(NULL, 0, "option --detach given twice");
+				return 1;
+			}
+			o.actdev = optarg;
 			break;
 		case 'D':
 			if (set_action(&o, A_DETACH_ALL))
@@ -1267,6 +1278,15 @@ int main(int argc, char **argv)
 	}
 	args = argv + optind;
 	nargs = argc - optind;
+	if (o.actdev) {
+		/* the device of -d/-c goes first, before the other arguments */
+		args = calloc((size_t)nargs + 2, sizeof(*args));
+		if (!args)
+			return 1;
+		args[0] = (char *)o.actdev;
+		memcpy(args + 1, argv + optind, (size_t)nargs * sizeof(*args));
+		nargs++;
+	}
 
 	/* output format */
 	if (o.json && o.raw) {
@@ -1324,7 +1344,7 @@ int main(int argc, char **argv)
 		}
 		o.act = nargs ? A_ATTACH : A_PRINT_FREE;
 		break;
-	case A_DETACH: case A_RESET:
+	case A_RESET:
 		if (!nargs) {
 			error_at(NULL, 0, "option %s needs a device",
 				 action_opt[o.act]);

@@ -176,19 +176,21 @@ bad "conflicting actions -d -f" "^loopmqctl: options --find and --detach are mut
 bad "conflicting actions -a -j" "^loopmqctl: options --all and --associated are mutually exclusive" \
 	"$CTL" -a -j $F
 bad "conflicting -D -c" "^loopmqctl: options --detach-all and --set-capacity are mutually exclusive" \
-	"$CTL" -D -c
+	"$CTL" -D -c $B
 bad "conflicting --json --raw" "^loopmqctl: options --json and --raw are mutually exclusive" \
 	"$CTL" -l -J --raw
 bad "--output with --output-all" "mutually exclusive" "$CTL" -O NAME --output-all
-bad "--offset with -d" "^loopmqctl: option --offset is only allowed when attaching" "$CTL" -d -o 0 $B
+bad "--offset with -d" "^loopmqctl: option --offset is only allowed when attaching" "$CTL" -o 0 -d $B
 bad "--read-only on a bound device" "^loopmqctl: option --read-only is only allowed when attaching" \
 	"$CTL" -r $B
 bad "--json with a setup" "^loopmqctl: option --json is only allowed when listing" "$CTL" -J -f $F
 bad "--show without a setup" "^loopmqctl: option --show is only allowed when attaching" "$CTL" --show -a
-bad "--mode with -d" "^loopmqctl: option --mode is only allowed" "$CTL" -d --mode aio $B
+bad "--mode with -d" "^loopmqctl: option --mode is only allowed" "$CTL" --mode aio -d $B
+bad "-d takes the next word as its device, like losetup" "^loopmqctl: -f: not a $P device" "$CTL" -d -f
 bad "-f with a device and a file" "^loopmqctl: option --find takes at most one file" "$CTL" -f $B $F
 bad "-D with a device" "^loopmqctl: option --detach-all takes no device" "$CTL" -D $B
-bad "-d without a device" "^loopmqctl: option --detach needs a device" "$CTL" -d
+bad "-d without a device" "option requires an argument -- 'd'" "$CTL" -d
+bad "-c without a device" "option requires an argument -- 'c'" "$CTL" -c
 bad "-c with two devices" "^loopmqctl: option --set-capacity needs exactly one device" "$CTL" -c $B $B
 bad "too many arguments" "^loopmqctl: too many arguments" "$CTL" $B $F $F
 bad "unknown option" "unrecognized option '--frobnicate'" "$CTL" --frobnicate
