@@ -1134,7 +1134,7 @@ int main(int argc, char **argv)
 	char **args;
 
 	/* getopt's own messages say "loopmqctl:" too */
-	program_invocation_name = (char *)prog;
+	argv[0] = (char *)prog;
 	memset(&o, 0, sizeof(o));
 	memset(&f, 0, sizeof(f));
 	for (i = 0; i < (int)(sizeof(default_columns) / sizeof(default_columns[0])); i++)
