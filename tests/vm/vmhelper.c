@@ -4,6 +4,8 @@
  *
  *   vmhelper detach-all   LOOP_CLR_FD on every /dev/loopmqN, then
  *                         LOOP_CTL_REMOVE each through /dev/loopmq-control
+ *   vmhelper drain FD     wait until the tty open on FD has sent its output
+ *                         (so a result line is on the host before a panic)
  *
  * Errors are reported on stderr; the exit status is 1 if a bound device
  * could not be detached.
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 #include <linux/loop.h>
 
@@ -70,6 +73,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "detach-all"))
 		return detach_all();
-	fprintf(stderr, "usage: vmhelper detach-all\n");
+	if (argc == 3 && !strcmp(argv[1], "drain"))
+		return tcdrain(atoi(argv[2])) ? 1 : 0;
+	fprintf(stderr, "usage: vmhelper detach-all | drain FD\n");
 	return 2;
 }
