@@ -152,7 +152,7 @@ sr=$(cat /sys/module/$LMQ_MOD/parameters/stack_reserve 2>/dev/null)
 # the documented behaviour of mode
 for S in $S0 $S1; do
 	echo kthread >$S/loopmq/mode
-	for g in bogus DIRECT '' 'auto x' 4; do
+	for g in bogus DIRECT 'auto x' 4 ' '; do
 		if printf '%s' "$g" >$S/loopmq/mode 2>/dev/null; then
 			t_fail "${S##*/}: mode accepted '$g'"
 		else t_ok "${S##*/}: mode refuses '$g'"; fi
