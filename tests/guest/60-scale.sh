@@ -115,12 +115,14 @@ mem() { awk -v s=$1 -v k=$2 '$1 == "mem" && $2 == s { for (i = 3; i < NF; i += 2
 for st in add attach detach remove; do
 	prev=start
 	case $st in attach) prev=after-add;; detach) prev=after-attach;; remove) prev=after-detach;; esac
-	da=$(( $(mem $prev MemAvailable_kB) - $(mem after-$st MemAvailable_kB) ))
+	da=$(( $(mem after-$st MemAvailable_kB) - $(mem $prev MemAvailable_kB) ))
 	ds=$(( $(mem after-$st Slab_kB) - $(mem $prev Slab_kB) ))
-	t_diag "memory $st: MemAvailable -$da kB ($((da * 1000 / N)) B/device), Slab +$ds kB ($((ds * 1000 / N)) B/device)"
+	t_diag "$(printf 'memory %-6s MemAvailable %+d kB (%+d B/device), Slab %+d kB (%+d B/device)' \
+		$st $da $((da * 1024 / N)) $ds $((ds * 1024 / N)))"
 done
-da=$(( $(mem start MemAvailable_kB) - $(mem after-remove MemAvailable_kB) ))
-t_diag "memory not returned after the whole cycle: MemAvailable -$da kB, Slab +$(( $(mem after-remove Slab_kB) - $(mem start Slab_kB) )) kB"
+t_diag "$(printf 'memory after the whole cycle: MemAvailable %+d kB, Slab %+d kB' \
+	$(( $(mem after-remove MemAvailable_kB) - $(mem start MemAvailable_kB) )) \
+	$(( $(mem after-remove Slab_kB) - $(mem start Slab_kB) )))"
 t_is "$(ls -d /sys/block/$LMQ_NAME[0-9]* | wc -l)" "$before" "device count back to $before"
 t_is "$(ls $LMQ_PREFIX[0-9]* 2>/dev/null | wc -l)" "$before" "device nodes back to $before"
 lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
