@@ -105,7 +105,7 @@ for mode in $LMQ_MODES; do
 	t_is "$(lmq-ioctl configure $D $M/img 16 0)" OK "$mode: attach (direct I/O)"
 	[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
 	timeout 180 fio --name=fill --filename=$D --rw=randwrite --bs=64k --ioengine=libaio \
-		--iodepth=8 --direct=1 --numjobs=4 --size=64M --offset_increment=16M --io_size=16M \
+		--iodepth=8 --direct=1 --numjobs=4 --size=16M --offset_increment=16M \
 		--group_reporting >$W/fio.out 2>&1
 	rc=$?
 	[ $rc != 124 ] && t_ok "$mode: 4 writers on a full fs end (fio exit $rc)" || t_fail "$mode: fio hung"
