@@ -111,8 +111,8 @@ def snap_delta(run):
     return d
 
 
-def fio_runs(path):
-    """-> {tag: {iops, bw_kib, p50, p99, ios}} from one fio JSON output."""
+def fio_runs(path, prefix):
+    """-> {run: {iops, bw_kib, p50, p99, ios}} for jobs named PREFIX+rN."""
     try:
         txt = open(path).read()
     except OSError:
@@ -127,8 +127,9 @@ def fio_runs(path):
     out = {}
     for job in j.get("jobs", []):
         tag = job.get("jobname", "")
-        if not tag.startswith("r"):
+        if not tag.startswith(prefix + "r"):
             continue
+        tag = tag[len(prefix):]
         r, w = job["read"], job["write"]
         d = r if r["total_ios"] >= w["total_ios"] else w
         pct = d.get("clat_ns", {}).get("percentile", {})
@@ -162,7 +163,6 @@ def load(resdir):
     seen = set()
     for meta in sorted(glob.glob(os.path.join(resdir, "vm-*", "**", "cells", "*.meta"),
                                  recursive=True)):
-        base = meta[:-5]
         try:
             m = json.loads(open(meta).read())
         except ValueError:
@@ -170,8 +170,13 @@ def load(resdir):
         if m["id"] in seen:
             continue
         seen.add(m["id"])
-        fr, err = fio_runs(base + ".json")
-        snaps = parse_snap(base + ".snap")
+        base = os.path.join(os.path.dirname(meta), m.get("fio", m["id"]))
+        prefix = m.get("tag", "")
+        fr, err = fio_runs(base + ".json", prefix)
+        if os.path.exists(base + ".rc"):
+            err = "fio exit " + open(base + ".rc").read().strip()
+        snaps = {t[len(prefix):]: v for t, v in parse_snap(base + ".snap").items()
+                 if t.startswith(prefix)}
         runs = []
         for tag in sorted(fr, key=lambda t: int(t[1:]) if t[1:].isdigit() else 0):
             f = fr[tag]
@@ -348,7 +353,7 @@ def chart(cells, resdir, kernel, png):
     with open(dat, "w") as f:
         for b, wls in panels:
             f.write("# backing %s\n" % b)
-            f.write("workload " + " ".join(tname(t, m) for t, m in CHART_TARGETS) + "\n")
+            f.write("# workload " + " ".join(tname(t, m) for t, m in CHART_TARGETS) + "\n")
             for w in wls:
                 vals = []
                 for t, m in CHART_TARGETS:
@@ -366,21 +371,22 @@ def chart(cells, resdir, kernel, png):
     n = len(panels)
     colors = ["#999999", "#4477aa", "#cc6677", "#ddaa77", "#117733", "#44aa99",
               "#88ccee", "#332288"]
-    gp = ["set terminal pngcairo size 1100,%d font 'sans,10'" % (330 * n + 40),
+    gp = ["set terminal pngcairo noenhanced size 1100,%d font 'sans,10'" % (330 * n + 40),
           "set output '%s'" % png,
           "set multiplot layout %d,1 title 'loopmq bench, Linux %s: IOPS as a fraction of the "
           "backing itself (1.0 = fio directly on it); bars at 0 = missing'" % (n, kernel),
           "set style data histogram", "set style histogram cluster gap 1",
           "set style fill solid 0.9 border -1", "set boxwidth 0.9",
-          "set yrange [0:*]", "set grid ytics", "set key outside right top vertical",
+          "set yrange [0:1.2]", "set offsets 0.5, 0.5, 0, 0", "set grid ytics", "set key outside right top vertical",
           "set ylabel 'IOPS / backing'", "set xtics nomirror",
           "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb '#000000'"]
     for i, (b, wls) in enumerate(panels):
         gp.append("set title 'backing: %s'" % b)
         plots = []
         for j, (t, m) in enumerate(CHART_TARGETS):
+            title = "null_blk (floor)" if t == "null_blk" else tname(t, m)
             plots.append("'%s' index %d using %d:xtic(1) title '%s' lc rgb '%s'" % (
-                dat, i, j + 2, tname(t, m), colors[j]))
+                dat, i, j + 2, title, colors[j]))
         gp.append("plot " + ", ".join(plots))
     gp.append("unset multiplot")
     gpf = os.path.join(resdir, "chart-%s.gp" % kernel)

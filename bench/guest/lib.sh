@@ -22,6 +22,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 CELL=$CELL0
 T_START=$(date +%s)
+KREL=$(uname -r)
 NULLB_CFG=/sys/kernel/config/nullb
 MNT=/mnt/bench
 DM_NAME=bench-linear
@@ -74,6 +75,14 @@ loopmq_kthreads() {
 # every job of the run: one atomic append of the counters we need.  Builtins
 # only, so it costs one bash start-up and nothing inside the measured window.
 write_snap_helper() {
+	cat >/tmp/bench-say <<'SAY'
+#!/bin/bash
+# progress line for cell $1, from the warm-up run's exec_prerun
+m=$(cat "/tmp/bench-msg-$1" 2>/dev/null)
+echo "$m (guest time $(( $(date +%s) - $(cat /tmp/bench-t0) ))s)" >/dev/console
+SAY
+	chmod +x /tmp/bench-say
+	date +%s >/tmp/bench-t0
 	cat >/tmp/bench-snap <<'SNAP'
 #!/bin/bash
 # $1 = run tag, $2 = pre|post;  env: SNAP_FILE, SNAP_KPIDS, SNAP_STATF
@@ -107,42 +116,47 @@ set_sched_none() {	# $1 = /dev/xxx
 	[ -r "$q" ] && sed 's/.*\[\(.*\)\].*/\1/' "$q" || echo none
 }
 
-# fio job file for one cell: a warm-up run, then REPS stonewalled runs.
-cell_jobfile() {	# dev workload
-	local args a r
-	args=$(wl_args "$2") || return 1
+# fio job file for one target: per workload a warm-up run, then REPS
+# stonewalled measured runs (job names wI-warm, wI-rJ).  One fio process per
+# target, because fio's start-up costs seconds of host time under TCG.
+target_jobfile() {	# dev first-cell-number
+	local w i=0 args a r
 	echo "[global]"
 	echo "filename=$1"
-	for a in $args; do a=${a#--}; echo "$a"; done
-	echo "[warmup]"
-	echo "runtime=$WARMUP"
-	for r in $(seq 1 "$REPS"); do
-		echo "[r$r]"
+	echo "group_reporting"
+	for w in $WORKLOADS; do
+		i=$((i + 1))
+		args=$(wl_args "$w") || continue
+		echo "[w$i-warm]"
 		echo "stonewall"
 		echo "new_group"
-		echo "runtime=$RUNTIME"
-		echo "exec_prerun=/tmp/bench-snap r$r pre"
-		echo "exec_postrun=/tmp/bench-snap r$r post"
+		for a in $args; do a=${a#--}; [ "$a" = group_reporting ] || echo "$a"; done
+		echo "runtime=$WARMUP"
+		echo "exec_prerun=/tmp/bench-say $(($2 + i))"
+		for r in $(seq 1 "$REPS"); do
+			echo "[w$i-r$r]"
+			echo "stonewall"
+			echo "new_group"
+			for a in $args; do a=${a#--}; [ "$a" = group_reporting ] || echo "$a"; done
+			echo "runtime=$RUNTIME"
+			echo "exec_prerun=/tmp/bench-snap w$i-r$r pre"
+			echo "exec_postrun=/tmp/bench-snap w$i-r$r post"
+		done
 	done
 }
 
-# Run one cell: one fio process (its start-up costs seconds under TCG) with a
-# warm-up and REPS measured runs.  The host (bench/report.py) parses
-# cells/ID.{meta,json,snap}.
-run_cell() {	# target mode dev workload
-	local target=$1 mode=$2 dev=$3 wl=$4 id now rc kp="" kn=""
-	CELL=$((CELL + 1))
+# Run every workload on one target.  The host (bench/report.py) parses
+# cells/ID.meta (one per cell) and the target's fio JSON and snapshots.
+run_target() {	# target mode dev
+	local target=$1 mode=$2 dev=$3 w i=0 id tid rc kp="" kn="" sched dio now
 	now=$(date +%s)
-	echo "cell $CELL/$NCELLS: $KLABEL $target${mode:+/$mode} on $BACKING, $wl (guest ${TIMING} time $((now - T_START))s)"
 	if [ "$GROUP" != tmpfs-file ] && [ "${dev#/dev/}" != "$dev" ] && [ ! -b "$dev" ]; then
-		record_missing "$target" "$mode" "$wl" "$dev is not a block device"
+		skip_target "$target" "$mode" "$dev is not a block device"
 		return
 	fi
-	id=$(printf '%s-%03d' "$KLABEL" "$CELL")
+	tid=$(printf '%s-%03d' "$KLABEL" "$((CELL + 1))")
 	mkdir -p "$OUT/cells"
-	cell_jobfile "$dev" "$wl" >"$OUT/cells/$id.fio" ||
-		{ record_missing "$target" "$mode" "$wl" "unknown workload"; return; }
-	export SNAP_FILE=$OUT/cells/$id.snap SNAP_KPIDS="" SNAP_STATF=""
+	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF=""
 	if [ "$target" = loopmq ]; then
 		SNAP_STATF=/sys/block/$(basename "$dev")/loopmq/stats
 		kp=$(loopmq_kthreads)
@@ -150,23 +164,27 @@ run_cell() {	# target mode dev workload
 		kn=$(echo "$kp" | awk 'NF { print $2 }' | tr '\n' ' ')
 	fi
 	: >"$SNAP_FILE"
-	printf '{"id":"%s","kernel":"%s","krel":"%s","target":"%s","mode":"%s","backing":"%s","raw":"%s","workload":"%s","device":"%s","scheduler":"%s","loop_dio":"%s","kthread_names":"%s","timing":"%s","runtime_s":%s,"warmup_s":%s,"reps":%s}\n' \
-		"$id" "$KLABEL" "$(uname -r)" "$target" "$mode" "$BACKING" "$RAW" "$wl" "$dev" \
-		"$(set_sched_none "$dev")" \
-		"$(cat "/sys/block/$(basename "$dev")/loop/dio" 2>/dev/null)" \
-		"${kn% }" "$TIMING" "$RUNTIME" "$WARMUP" "$REPS" >"$OUT/cells/$id.meta"
-	fio --output-format=json --output="$OUT/cells/$id.json" "$OUT/cells/$id.fio" \
-		>/dev/null 2>"$OUT/cells/$id.err"
+	sched=$(set_sched_none "$dev")
+	dio=$(cat "/sys/block/$(basename "$dev")/loop/dio" 2>/dev/null)
+	target_jobfile "$dev" "$CELL" >"$OUT/cells/$tid.fio"
+	for w in $WORKLOADS; do
+		i=$((i + 1))
+		id=$(printf '%s-%03d' "$KLABEL" "$((CELL + i))")
+		printf '%s\n' "cell $((CELL + i))/$NCELLS: $KLABEL $target${mode:+/$mode} on $BACKING, $w" \
+			>"/tmp/bench-msg-$((CELL + i))"
+		printf '{"id":"%s","fio":"%s","tag":"w%d-","kernel":"%s","krel":"%s","target":"%s","mode":"%s","backing":"%s","raw":"%s","workload":"%s","device":"%s","scheduler":"%s","loop_dio":"%s","kthread_names":"%s","timing":"%s","runtime_s":%s,"warmup_s":%s,"reps":%s}\n' \
+			"$id" "$tid" "$i" "$KLABEL" "$KREL" "$target" "$mode" "$BACKING" "$RAW" "$w" \
+			"$dev" "$sched" "$dio" "${kn% }" "$TIMING" "$RUNTIME" "$WARMUP" "$REPS" \
+			>"$OUT/cells/$id.meta"
+	done
+	fio --output-format=json --output="$OUT/cells/$tid.json" "$OUT/cells/$tid.fio" \
+		>/dev/null 2>"$OUT/cells/$tid.err"
 	rc=$?
 	if [ $rc -ne 0 ]; then
-		record_missing "$target" "$mode" "$wl" \
-			"fio rc=$rc: $(tail -c 300 "$OUT/cells/$id.err" | tr '\n"\\' '   ')"
+		log "fio rc=$rc on $target/$mode: $(tail -c 300 "$OUT/cells/$tid.err")"
+		echo "$rc $(tail -c 300 "$OUT/cells/$tid.err" | tr '\n"\\' '   ')" >"$OUT/cells/$tid.rc"
 	fi
-}
-
-run_target() {	# target mode dev  (all workloads)
-	local w
-	for w in $WORKLOADS; do run_cell "$1" "$2" "$3" "$w"; done
+	CELL=$((CELL + i))
 }
 
 skip_target() {	# target mode reason
