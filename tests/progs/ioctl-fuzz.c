@@ -37,6 +37,9 @@
  *   - a number that is not a known command succeeds;
  *   - an ioctl returns something other than 0 or -1 (except CTL_ADD /
  *     CTL_GET_FREE, which return an index >= 0), or an errno outside 1..4095;
+ *   - a successful LOOPMQ_GET_MODE / LOOPMQ_GET_STATS into a buffer of
+ *     random bytes leaves a mode out of range, wrong nr_paths/nr_fallbacks,
+ *     or nonzero flags/pad/reserved/unused array slots;
  *   - a single call takes longer than 60 s (reported as a hang, exit 3);
  *   - after the final sanity pass a device is still bound, or does not
  *     answer LOOP_GET_STATUS64 with ENXIO.
@@ -514,6 +517,39 @@ static void remember_added(int idx)
 		added[nadded++] = idx;
 }
 
+/* What a successful GET must have written (the buffer held random bytes). */
+static void check_output(unsigned long cmd, const void *p)
+{
+	unsigned int i;
+
+	if (cmd == LOOPMQ_GET_MODE) {
+		const struct loopmq_mode_info *mi = p;
+
+		if (mi->mode >= LOOPMQ_MODE_NR)
+			violation("LOOPMQ_GET_MODE: mode out of range");
+		if (mi->flags || mi->reserved[0] || mi->reserved[1] || mi->reserved[2])
+			violation("LOOPMQ_GET_MODE: flags/reserved not zeroed");
+	} else if (cmd == LOOPMQ_GET_STATS) {
+		const struct loopmq_stats *st = p;
+
+		if (st->mode >= LOOPMQ_MODE_NR)
+			violation("LOOPMQ_GET_STATS: mode out of range");
+		if (st->nr_paths != LOOPMQ_PATH_NR || st->nr_fallbacks != LOOPMQ_FB_NR)
+			violation("LOOPMQ_GET_STATS: nr_paths/nr_fallbacks");
+		if (st->pad)
+			violation("LOOPMQ_GET_STATS: pad not zeroed");
+		for (i = 0; i < sizeof(st->reserved) / sizeof(st->reserved[0]); i++)
+			if (st->reserved[i])
+				violation("LOOPMQ_GET_STATS: reserved not zeroed");
+		for (i = LOOPMQ_PATH_NR; i < LOOPMQ_STATS_PATHS; i++)
+			if (st->path[i])
+				violation("LOOPMQ_GET_STATS: unused path[] not zeroed");
+		for (i = LOOPMQ_FB_NR; i < LOOPMQ_STATS_FALLBACKS; i++)
+			if (st->fallback[i])
+				violation("LOOPMQ_GET_STATS: unused fallback[] not zeroed");
+	}
+}
+
 static void one_call(long n)
 {
 	int on_ctl = rnd(8) == 0;
@@ -632,6 +668,8 @@ static void one_call(long n)
 		}
 		if (ret != 0 && !(cmd == LOOP_CTL_ADD || cmd == LOOP_CTL_GET_FREE))
 			violation("positive return value");
+		if (pk == P_VALID)
+			check_output(cmd, (const void *)arg);
 		if (cmd == LOOP_CTL_ADD) {
 			cnt->added++;
 			remember_added((int)ret);
