@@ -85,15 +85,18 @@ struct loopmq_inline {
 };
 
 /*
- * Our own plug replaces the submitter's rather than leaving none: the
- * scheduler may assume a plug exists while a task has cached a plug
- * timestamp (PF_BLOCK_TS), and our plug is flushed before we return.
+ * A submitter's plug is replaced by our own for the call rather than by
+ * none: the scheduler may assume a plug exists while a task has cached a
+ * plug timestamp (PF_BLOCK_TS).  Ours is flushed before we return.  With
+ * no outer plug there is nothing to protect, and no plug is added.
  */
 static void loopmq_inline_enter(struct loopmq_inline *in)
 {
 	in->outer_plug = current->plug;
-	current->plug = NULL;
-	blk_start_plug(&in->plug);
+	if (in->outer_plug) {
+		current->plug = NULL;
+		blk_start_plug(&in->plug);
+	}
 	in->bio_list = current->bio_list;
 	current->bio_list = NULL;
 	in->noio = memalloc_noio_save();
@@ -103,10 +106,11 @@ static void loopmq_inline_exit(struct loopmq_inline *in)
 {
 	memalloc_noio_restore(in->noio);
 	current->bio_list = in->bio_list;
-	blk_finish_plug(&in->plug);
-	current->plug = in->outer_plug;
-	if (in->outer_plug)
+	if (in->outer_plug) {
+		blk_finish_plug(&in->plug);
+		current->plug = in->outer_plug;
 		loopmq_plug_forget_time(in->outer_plug);
+	}
 }
 
 /*
