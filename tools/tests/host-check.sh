@@ -40,6 +40,20 @@ cols=$(awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f { pr
 miss=
 for c in $cols; do grep -q -- "$c" <<<"$page" || miss="$miss $c"; done
 [ -n "$cols" ] && [ -z "$miss" ] && ok "every column ($(wc -w <<<"$cols")) is in loopmqctl(8)" || nok "columns missing from the man page:$miss"
+# docs/modprobe.d-example.conf: modprobe parses it, and it sets only the
+# parameters docs/INTERFACES.md documents
+ex=../docs/modprobe.d-example.conf
+if [ -f "$ex" ]; then
+	opts=$(modprobe -C "$ex" -c 2>/dev/null | sed -n 's/^options loopmq //p')
+	[ -n "$opts" ] && ok "modprobe -C parses $ex: $opts" || nok "modprobe -C parses $ex"
+	bad=
+	for kv in $opts; do
+		grep -q -e "\`${kv%%=*}\`" -e "\`${kv%%=*}=" ../docs/INTERFACES.md || bad="$bad ${kv%%=*}"
+	done
+	[ -z "$bad" ] && ok "its parameters are documented in INTERFACES.md" || nok "undocumented parameters:$bad"
+else
+	nok "$ex exists"
+fi
 d=$(mktemp -d)
 t "make install DESTDIR=... PREFIX=/usr" make -s install DESTDIR="$d" PREFIX=/usr
 for f in usr/sbin/loopmqctl usr/share/man/man8/loopmqctl.8 usr/share/man/man4/loopmq.4; do
