@@ -3,9 +3,9 @@
 # Harness self-test: the guest dies or hangs.
 #  A: --no-restart, a WARN at module load panics the guest: that test is
 #     not ok, the next one "not run (guest died earlier)".
-#  B: a test stuck in D state (I/O to a suspended dm device) that timeout
-#     cannot kill: the host watchdog kills QEMU, reports it, and a fresh
-#     guest runs the next test.
+#  B: a test leaves dirty ext4 on a suspended dm device: the guest's cleanup
+#     blocks in umount (D state) and never reports: the host watchdog kills
+#     QEMU, reports the test by name, and a fresh guest runs the next test.
 #  C: the global --timeout kills a run that would take too long.
 . "$(dirname "$0")/lib.sh"
 g=$st_tmp
@@ -18,14 +18,17 @@ cat >"$g/never.sh" <<'T'
 exit 0
 T
 cat >"$g/dstate.sh" <<'T'
-# timeout: 10
+# timeout: 40
 set -e
 modprobe dm-mod
-dmsetup --noudevsync create stuck --table "0 2048 zero"
-dmsetup --noudevsync suspend stuck
+dmsetup --noudevsync create stuck --table "0 262144 linear /dev/vda 0"
 dev=/dev/$(basename "$(readlink -f /sys/block/dm-0)")
-echo "reading from suspended $dev"
-exec dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct
+mkfs.ext4 -q "$dev"
+mkdir -p /mnt/stuck
+mount "$dev" /mnt/stuck
+dd if=/dev/zero of=/mnt/stuck/dirty bs=1M count=4 status=none
+dmsetup --noudevsync suspend --nolockfs stuck
+echo "dirty ext4 on suspended $dev: the harness's umount cannot finish"
 T
 cat >"$g/after.sh" <<'T'
 exit 0
