@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600
 # 10-verify-matrix: fio crc32c verify (write-then-verify, and a mixed randrw
 # with verify_backlog) in every mode x backing x logical block size:
 #   backing: file on ext4 (/dev/vda), file on xfs (/dev/vda), a raw block
@@ -8,7 +9,6 @@
 #   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
 # Every cell must finish with no fio error and no verify mismatch, and the
 # device must report the requested block size and dio state.
-# timeout: 600
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 400
 # 11-mode-switch: the dispatch mode is switched through sysfs every ~250 ms
 # while two verifying fio jobs run on disjoint halves of the device (a
 # write-then-verify job and a randrw job with verify_backlog): no mismatch,
 # no I/O error, every switch accepted and visible, and every path the modes
 # use carried requests.  Backings: a direct-I/O file on ext4 and a buffered
 # file on tmpfs.  Against the stock loop driver only the fio part runs.
-# timeout: 400
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

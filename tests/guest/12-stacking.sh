@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600
 # 12-stacking: three levels, mixed filesystems, direct I/O at every level:
 #   /dev/vda: ext4 -> f0 -> dev0 (bottom): ext4 -> f1 -> dev1 (middle):
 #   xfs -> f2 -> dev2 (top): ext4 <- fsync-heavy fio with crc32c verify.
@@ -10,7 +11,6 @@
 # backing I/O to level K-1 from inside level K's dispatch, so level K-1 must
 # show fallbacks (fb_nested, fb_journal, fb_stack or fb_reclaim).  In kthread
 # mode nothing runs from queue_rq and no fallback is counted.
-# timeout: 600
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

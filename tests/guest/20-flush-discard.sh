@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 400
 # 20-flush-discard: in every mode, with buffered and direct backing I/O:
 #  - a flush (fsync of the device) puts the data on the backing disk itself:
 #    read back from /dev/vda at the file's physical extents, bypassing every
@@ -8,7 +9,6 @@
 #    allocated blocks, SEEK_HOLE finds it) and the range reads back zero;
 #  - write-zeroes (BLKZEROOUT) reads back zero, through the device and in
 #    the file, and the data around it is untouched.
-# timeout: 400
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

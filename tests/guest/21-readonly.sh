@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 21-readonly: a read-only device refuses writes with the stock driver's
 # errno and still reads the backing data.  Read-only comes from losetup -r,
 # from a read-only backing fd (LOOP_SET_FD), from LOOP_CONFIGURE's
 # LO_FLAGS_READ_ONLY, and from a file on a read-only mount.  Each case also
 # runs on the stock loop driver in the same boot and must give the same words.
-# timeout: 300
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 23-partitions: partitions of the backing image appear as <dev>p1, <dev>p2
 # with LO_FLAGS_PARTSCAN (losetup -P, LOOP_CONFIGURE) and with max_part=,
 # carry the right data at the right offsets, and vanish on detach.  Without
 # either, no partition nodes appear.
-# timeout: 300
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 24-capacity: LOOP_SET_CAPACITY follows a grown (and shrunk) backing file;
 # lo_offset and lo_sizelimit are honoured: the device's byte 0 is the file's
 # byte OFFSET, the size is min(file - offset, sizelimit), writes land there,
 # and I/O past the end is refused or short.  Checked in every mode.
-# timeout: 300
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 25-bad-input: every documented bad input gets the stock loop driver's errno.
 # Each case runs on the stock loop driver AND on the driver under test in the
 # same boot: the stock result must equal the documented errno (proving the
 # case) and the driver under test must give the same word.
-# timeout: 300
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 400
 # 26-detach-under-load: detach while fio runs on the device.  As the stock
 # driver does, LOOP_CLR_FD on a device that others hold open succeeds and
 # only marks it LO_FLAGS_AUTOCLEAR: fio keeps running without errors, the
 # device unbinds when the last opener closes.  Also: detach of a mounted
 # device (autoclear on umount), module unload refused while in use and
 # accepted afterwards, and a detach racing a mode switch.  Every mode.
-# timeout: 400
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

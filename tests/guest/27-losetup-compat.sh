@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 27-losetup-compat: util-linux losetup (the real one, not busybox's) drives
 # the device: attach, attach with --direct-io=on -o 4096 --sizelimit,
 # --sector-size, list with -l / -l -J / --raw showing the right backing file,
 # offset, sizelimit, dio and read-only, -c (set capacity), -d detach, and
 # -f --show / -j on the stock names when the driver is loop.
-# timeout: 300
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 400
 # 28-stats: the per-path counters account for every request.  In each fixed
 # mode, N O_DIRECT reads and writes issued one at a time by dd (no merging,
 # no splitting) and a fio libaio run are counted from /sys/block/<dev>/stat
@@ -9,7 +10,6 @@
 # kthread -> kthread, aio -> aio_* unless a fallback sent them to the
 # kthread; every fallback is a kthread request.  Against the stock loop
 # driver only the counting method (stat deltas vs dd/fio counts) is checked.
-# timeout: 400
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
