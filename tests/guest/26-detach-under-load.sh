@@ -98,9 +98,13 @@ FIO=(fio --name=load --filename=$D --rw=randrw --bs=4k --ioengine=libaio --iodep
 bound() { [ -e $S/loop/backing_file ]; }
 
 for mode in $LMQ_MODES; do
+	# 1. A holder keeps the device open across fio's own close/reopen of its
+	#    files (fio closes and reopens between passes; with no other opener
+	#    the autoclear would legitimately fire in that gap).
 	rm -f $W/img; truncate -s 16M $W/img
 	$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
 	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	exec {hold}<$D
 	"${FIO[@]}" >$W/fio.out 2>&1 &
 	pid=$!
 	sleep 1.5
@@ -116,11 +120,28 @@ for mode in $LMQ_MODES; do
 	fi
 	wait $pid
 	rc=$?
-	t_is "$rc" 0 "$mode: fio finished without error"
-	[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 20
-	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: device unbound after fio closed it" ||
+	t_is "$rc" 0 "$mode: fio (verifying) finished without error after the detach"
+	[ $rc = 0 ] || grep -v '^3;' $W/fio.out | tail -n 8 | sed 's/^/#   /'
+	bound && t_ok "$mode: still bound while the holder has it open" ||
+		t_fail "$mode: unbound although still open"
+	exec {hold}<&-
+	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: device unbound after the last close" ||
 		t_fail "$mode: device still bound after the last close"
 	t_is "$(lmq-ioctl get-status $D)" ENXIO "$mode: LOOP_GET_STATUS64 after autoclear"
+
+	# 2. No holder: fio may see errors once its own reopen finds the device
+	#    gone, or finish; either way the device ends unbound and reusable.
+	rm -f $W/img; truncate -s 16M $W/img
+	$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
+	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	"${FIO[@]}" >$W/fio.out 2>&1 &
+	pid=$!
+	sleep 1.5
+	t_run "$mode: losetup -d while fio (sole opener) runs" $LOSETUP -d $D
+	wait $pid
+	t_diag "$mode: fio exit $? ($(grep -o 'error=[^,]*' $W/fio.out | head -n 1))"
+	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound once fio closed it" ||
+		t_fail "$mode: still bound after fio exited"
 
 	# mounted: detach, keep using the filesystem, umount clears it
 	rm -f $W/img; truncate -s 32M $W/img
@@ -138,6 +159,7 @@ for mode in $LMQ_MODES; do
 	if lmq_is_mq; then
 		rm -f $W/img; truncate -s 16M $W/img
 		$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
+		exec {hold}<$D
 		"${FIO[@]}" >$W/fio.out 2>&1 &
 		pid=$!
 		( for i in $(seq 12); do for m in direct kthread aio auto; do
@@ -147,6 +169,7 @@ for mode in $LMQ_MODES; do
 		$LOSETUP -d $D
 		wait $pid; rc=$?
 		wait $sw
+		exec {hold}<&-
 		t_is "$rc" 0 "$mode: fio during detach + mode switches"
 		lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound after switches" ||
 			t_fail "$mode: still bound"
