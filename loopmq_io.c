@@ -489,7 +489,9 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->from_kthread = false;
 	loopmq_track_inflight(lo);
 
-	if (unlikely(op_is_write(req_op(rq)) && lo->b.read_only)) {
+	/* Unbound (a request racing detach), or a write to a read-only one. */
+	if (unlikely(!lo->b.file ||
+		     (op_is_write(req_op(rq)) && lo->b.read_only))) {
 		loopmq_end(rq, -EIO);
 		goto out;
 	}

@@ -721,10 +721,11 @@ static void loopmq_unbind(struct loopmq_device *lo, bool release)
 	lo->sizelimit = 0;
 	memset(lo->file_name, 0, LO_NAME_SIZE);
 	loopmq_apply_limits(q, &l);
+	/* Capacity 0 before unfreezing: no request may find no file. */
+	invalidate_disk(lo->disk);
 	blk_mq_unfreeze_queue(q);
 
 	sysfs_remove_group(&disk_to_dev(lo->disk)->kobj, &loopmq_loop_group);
-	invalidate_disk(lo->disk);
 	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
 	loopmq_media_changed(lo->disk);
 	/*
