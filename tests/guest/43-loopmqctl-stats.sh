@@ -72,7 +72,7 @@ is_mq || skip_all "the stock loop driver has no modes or statistics"
 require_cmd jq
 W=/tmp/t43
 mkdir -p $W
-cleanup() { detach_all_ours; rm -rf $W; }
+cleanup() { detach_all_ours; umount /mnt/t43 2>/dev/null; rm -rf $W; }
 trap cleanup EXIT
 load_driver
 
@@ -150,6 +150,32 @@ io $D
 	fail "after the live switch to kthread: all on the kthread" "$(jstat $D .paths)"
 check "--reset-stats via sysfs write" sh -c "echo 0 >/sys/block/${D##*/}/loopmq/stats"
 is "$(jstat $D '[.paths[]] | add')" 0 "sysfs reset seen by the tool"
+
+# aio with direct I/O to a file on ext4: the aio paths are non-zero, and the
+# tool still reports exactly what sysfs does
+mkdir -p /mnt/t43
+if mkfs.ext4 -q -F /dev/vda >/dev/null 2>&1 && mount /dev/vda /mnt/t43; then
+	G=/mnt/t43/d.img
+	head -c 8M /dev/urandom >$G
+	# clean page cache: NOWAIT direct I/O over dirty pages says EAGAIN
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	E=$("$CTL" -f --show --direct-io --mode aio $G)
+	is "$(sysv $E loop/dio)/$(sysv $E loopmq/mode)" "1/aio" "ext4 file attached with dio in aio mode"
+	"$CTL" --reset-stats $E
+	io $E
+	dd if=/dev/zero of=$E bs=4k count=$NREQ oflag=direct status=none
+	a=$(jstat $E '.paths.aio_inline + .paths.aio_async')
+	[ "$a" -gt 0 ] && pass "dio + aio: requests took an aio path ($a)" ||
+		fail "dio + aio: requests took an aio path" "$(jstat $E '{paths, fallbacks} | tostring')"
+	is "$(tool_stats $E)" "$(cat /sys/block/${E##*/}/loopmq/stats)" "dio + aio: --stats equals sysfs"
+	is "$("$CTL" -l -n --raw -O AIO-INLINE,AIO-ASYNC $E)" "$(jstat $E '"\(.paths.aio_inline) \(.paths.aio_async)"')" \
+		"dio + aio: -l AIO columns equal --stats"
+	"$CTL" -d $E
+	umount /mnt/t43
+else
+	skip "dio + aio" "cannot make ext4 on /dev/vda"
+fi
 
 # --stats without a device: every bound device
 D2=$("$CTL" -f --show $F)
