@@ -46,13 +46,11 @@ nbound() {
 	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
 	echo $n
 }
-# snapshot: every device of ours with its binding and mode, one per line
+# snapshot: every device of ours with its binding, mode, ro and block
+# size (one grep: forks are slow under TCG)
 snapshot() {
-	local d
-	for d in /sys/block/$P[0-9]*; do
-		[ -e "$d" ] || continue
-		echo "${d##*/} $(cat "$d/loop/backing_file" 2>/dev/null) $(cat "$d/loop/offset" 2>/dev/null) $(cat "$d/ro") $(cat "$d/loopmq/mode" 2>/dev/null) $(cat "$d/queue/logical_block_size")"
-	done
+	grep -s . /sys/block/$P[0-9]*/{dev,ro,loop/backing_file,loop/offset,loop/sizelimit,loopmq/mode,queue/logical_block_size} |
+		sort
 }
 detach_all_ours() {
 	local d

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# 45-loopmqctl-parallel: loopmqctl used concurrently.  Eight `-f --show`
+# at once get eight different devices, all bound (the tool retries when it
+# loses the race for a free device); eight `-d` at once unbind them all.
+# With loopmq: `--mode` flipped live while data is written and read through
+# the device: the data is intact and no request completes with an error.
+# timeout: 300
+# ---- BEGIN loopmqctl preamble (identical in tests/guest/4x-*.sh)
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+. /tests/lib/tap.sh
+LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
+LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
+if [ "$LMQ_DRIVER" = loop ]; then
+	P=loop MOD=loop
+	export LOOPMQCTL_PREFIX=loop
+else
+	P=loopmq MOD=loopmq
+	unset LOOPMQCTL_PREFIX
+fi
+CTL=$(command -v loopmqctl) || skip_all "no loopmqctl in the guest"
+LOSETUP=
+for l in /usr/sbin/losetup /sbin/losetup /usr/bin/losetup /bin/losetup; do
+	[ -x "$l" ] && "$l" --version 2>/dev/null | grep -q util-linux && { LOSETUP=$l; break; }
+done
+is_mq() { [ "$P" = loopmq ]; }
+# run CMD...: $out (stdout), $err (stderr), $rc
+run() {
+	local e
+	e=$(mktemp)
+	out=$("$@" 2>"$e")
+	rc=$?
+	err=$(cat "$e")
+	rm -f "$e"
+	return 0
+}
+# sysv DEV REL: /sys/block/<dev>/REL
+sysv() { cat "/sys/block/${1##*/}/$2" 2>/dev/null; }
+bound() { [ -e "/sys/block/${1##*/}/loop/backing_file" ]; }
+# unbound DEV DESC: pass when DEV has no backing file
+unbound() { if bound "$1"; then fail "$2" "$1 is bound"; else pass "$2"; fi; }
+# nbound: how many of our devices are bound
+nbound() {
+	local d n=0
+	for d in /sys/block/$P[0-9]*; do [ -e "$d/loop/backing_file" ] && n=$((n + 1)); done
+	echo $n
+}
+# snapshot: every device of ours with its binding, mode, ro and block
+# size (one grep: forks are slow under TCG)
+snapshot() {
+	grep -s . /sys/block/$P[0-9]*/{dev,ro,loop/backing_file,loop/offset,loop/sizelimit,loopmq/mode,queue/logical_block_size} |
+		sort
+}
+detach_all_ours() {
+	local d
+	for d in /sys/block/$P[0-9]*; do
+		[ -e "$d/loop/backing_file" ] && "$CTL" -d "/dev/${d##*/}" 2>/dev/null
+	done
+	return 0
+}
+load_driver() {
+	modprobe "$MOD" "$@" || skip_all "cannot load $MOD"
+	for _ in $(seq 50); do [ -c /dev/$P-control ] && break; sleep 0.1; done
+	[ -c /dev/$P-control ] || skip_all "no /dev/$P-control"
+}
+# ---- END loopmqctl preamble
+
+W=/tmp/t45
+mkdir -p $W
+cleanup() { detach_all_ours; rm -rf $W; }
+trap cleanup EXIT
+load_driver
+
+F=$W/a.img
+truncate -s 16M $F
+N=8
+for i in $(seq $N); do "$CTL" -f --show $F >$W/dev.$i 2>$W/err.$i & done
+wait
+is "$(cat $W/err.* | wc -c)" 0 "$N parallel -f --show: no error ($(cat $W/err.* | head -n 1))"
+is "$(cat $W/dev.* | sort -u | grep -c "^/dev/$P[0-9]*\$")" $N "$N parallel -f --show: $N different devices"
+n=0
+for d in $(cat $W/dev.*); do [ "$(sysv $d loop/backing_file)" = "$F" ] && n=$((n + 1)); done
+is "$n" $N "all $N bound to the file"
+for d in $(cat $W/dev.*); do "$CTL" -d $d 2>>$W/derr & done
+wait
+is "$(cat $W/derr 2>/dev/null | wc -c)" 0 "$N parallel -d: no error"
+is "$(nbound)" 0 "$N parallel -d: nothing left bound"
+
+if is_mq; then
+	head -c 16M /dev/urandom >$W/pat
+	D=$("$CTL" -f --show $F)
+	modes=(direct kthread aio auto)
+	flip() {	# flip modes until $1 exits; count the switches in $W/flips
+		local k=0
+		while kill -0 "$1" 2>/dev/null; do
+			"$CTL" --mode "${modes[k % 4]}" $D || echo "flip failed" >>$W/fliperr
+			k=$((k + 1))
+		done
+		echo $k >$W/flips
+	}
+	dd if=$W/pat of=$D bs=4k oflag=direct conv=fsync status=none &
+	w=$!
+	flip $w
+	wait $w
+	is "$?" 0 "write while the mode flips: dd succeeded"
+	diag "$(cat $W/flips) mode switches during the write"
+	check "no mode switch failed" test ! -s $W/fliperr
+	check "the file holds what was written" cmp -s $F $W/pat
+	(dd if=$D bs=4k iflag=direct status=none | sha256sum >$W/rsum) &
+	r=$!
+	flip $r
+	wait $r
+	is "$(cat $W/rsum)" "$(sha256sum <$W/pat)" "read while the mode flips: the data is intact"
+	diag "$(cat $W/flips) mode switches during the read"
+	is "$("$CTL" -l -n -O ERRORS $D | tr -d ' ')" 0 "no request completed with an error"
+	"$CTL" -d $D
+else
+	skip "mode flips under I/O" "the stock loop driver has no modes"
+fi
+
+done_testing
