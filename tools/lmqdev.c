@@ -600,7 +600,13 @@ int lmq_attach(int index, const struct lmq_attach *a, const char **step)
 	free(real);
 
 	*step = "attach";
-	r = ioctl(dfd, LOOP_CONFIGURE, &cfg);
+	/* TEST ONLY: LOOPMQCTL_LEGACY_ATTACH=1 takes the pre-5.8 path */
+	if (getenv("LOOPMQCTL_LEGACY_ATTACH")) {
+		r = -1;
+		errno = ENOTTY;
+	} else {
+		r = ioctl(dfd, LOOP_CONFIGURE, &cfg);
+	}
 	if (r < 0 && (errno == ENOTTY || errno == EINVAL))
 		r = attach_legacy(dfd, ffd, &cfg, a, step);
 	else if (r < 0)

@@ -8,7 +8,9 @@
  * Devices are named by index N (/dev/<prefix>N).  The prefix is "loopmq";
  * the TEST-ONLY environment variable LOOPMQCTL_PREFIX=loop points the
  * library at the stock loop driver (/dev/loop-control, /dev/loopN) so the
- * generic parts can be checked without loopmq.
+ * generic parts can be checked without loopmq, and the TEST-ONLY
+ * LOOPMQCTL_LEGACY_ATTACH=1 makes lmq_attach() skip LOOP_CONFIGURE and take
+ * the LOOP_SET_FD + LOOP_SET_STATUS64 path it uses on old kernels.
  */
 #ifndef LMQDEV_H
 #define LMQDEV_H

@@ -267,6 +267,23 @@ else
 	skip "--mode checks" "stock loop driver has no modes"
 fi
 
+# --- the pre-LOOP_CONFIGURE path (LOOP_SET_FD + SET_STATUS64 + ...) -------------
+# the tool's test-only LOOPMQCTL_LEGACY_ATTACH=1 takes it on purpose
+run env LOOPMQCTL_LEGACY_ATTACH=1 "$CTL" -f --show -o 1M --sizelimit 4M -b 4096 -r -P $F
+D=$out
+is "$rc" 0 "legacy attach -o 1M --sizelimit 4M -b 4096 -r -P"
+is "$(sysv $D loop/offset)/$(sysv $D loop/sizelimit)" "1048576/4194304" "legacy: offset and sizelimit"
+is "$(sysv $D queue/logical_block_size)" 4096 "legacy: sector size 4096"
+is "$(sysv $D ro)/$(sysv $D loop/partscan)" "1/1" "legacy: read-only, partscan"
+check "legacy: device byte 0 is file byte 1 MiB" \
+	cmp -s <(dd if=$D bs=64k count=4 iflag=direct status=none) <(dd if=$F bs=64k skip=16 count=4 status=none)
+"$CTL" -d $D
+if is_mq; then
+	run env LOOPMQCTL_LEGACY_ATTACH=1 "$CTL" -f --show --mode kthread $F
+	is "$rc:$(sysv $out loopmq/mode)" "0:kthread" "legacy attach --mode kthread"
+	"$CTL" -d $out
+fi
+
 # --- -D --------------------------------------------------------------------------
 "$CTL" -f $F && "$CTL" -f -o 4096 $F && "$CTL" -f -r $F
 is "$("$CTL" -a | wc -l)" 3 "three devices bound"
