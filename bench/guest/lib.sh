@@ -116,6 +116,9 @@ set_sched_none() {	# $1 = /dev/xxx
 	[ -r "$q" ] && sed 's/.*\[\(.*\)\].*/\1/' "$q" || echo none
 }
 
+# fio reads runtime=0.5 as 0 (no limit): always give it milliseconds.
+fio_ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 + 0.5 }'; }
+
 # fio job file for one target: per workload a warm-up run, then REPS
 # stonewalled measured runs (job names wI-warm, wI-rJ).  One fio process per
 # target, because fio's start-up costs seconds of host time under TCG.
@@ -131,14 +134,14 @@ target_jobfile() {	# dev first-cell-number
 		echo "stonewall"
 		echo "new_group"
 		for a in $args; do a=${a#--}; [ "$a" = group_reporting ] || echo "$a"; done
-		echo "runtime=$WARMUP"
+		echo "runtime=$(fio_ms "$WARMUP")"
 		echo "exec_prerun=/tmp/bench-say $(($2 + i))"
 		for r in $(seq 1 "$REPS"); do
 			echo "[w$i-r$r]"
 			echo "stonewall"
 			echo "new_group"
 			for a in $args; do a=${a#--}; [ "$a" = group_reporting ] || echo "$a"; done
-			echo "runtime=$RUNTIME"
+			echo "runtime=$(fio_ms "$RUNTIME")"
 			echo "exec_prerun=/tmp/bench-snap w$i-r$r pre"
 			echo "exec_postrun=/tmp/bench-snap w$i-r$r post"
 		done
