@@ -33,7 +33,6 @@ vmstat mountpoint stdbuf realpath readlink basename dirname mktemp id fuser
 ldconfig getconf sfdisk fdisk mkswap swapon swapoff fstrim split shuf
 base64 numfmt expr test true false nice renice watch pidof du df ldd
 mkfifo mknod sum cksum comm paste join fold tac rev script logger"
-declare -A have=()
 copy_file() {	# copy $1 (following symlinks) to the same canonical path in root
 	local src=$1 dst
 	dst=$(realpath "$(dirname "$src")")/$(basename "$src")
@@ -47,7 +46,6 @@ for p in $progs; do
 		command -v "$p" 2>/dev/null) || true
 	case $path in /*) ;; *) echo "mkbase: no $p on host, skipped" >&2; continue;; esac
 	copy_file "$path"
-	have[$p]=1
 	if file -L "$path" 2>/dev/null | grep -q ELF || head -c4 "$path" | grep -q ELF; then
 		while read -r lib; do libs+=("$lib"); done < <(ldd "$path" 2>/dev/null |
 			awk '/=> \// { print $3 } /^\t\/.*\(0x/ { print $1 }')
