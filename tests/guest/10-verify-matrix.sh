@@ -105,12 +105,12 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	[ -b $D ] || { t_fail "$tag: $D is not a block device"; return; }
 	t_is "$(cat $S/queue/logical_block_size) $(cat $S/loop/dio)" "$lbs $dio" "$tag: block size, dio"
 	out=$(fio --name=wv --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
-		--rw=randwrite --bsrange=$lbs-64k --size=8M --verify=crc32c --do_verify=1 \
+		--rw=randwrite --bsrange=$lbs-64k --size=4M --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --output-format=terse 2>&1)
 	[ $? = 0 ] && t_ok "$tag: write then verify" ||
 		{ t_fail "$tag: write then verify"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
 	out=$(fio --name=rw --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
-		--rw=randrw --bs=$((lbs > 4096 ? lbs : 4096)) --size=8M --io_size=6M \
+		--rw=randrw --bs=$((lbs > 4096 ? lbs : 4096)) --size=4M --io_size=3M \
 		--verify=crc32c --verify_backlog=32 --verify_fatal=1 --output-format=terse 2>&1)
 	[ $? = 0 ] && t_ok "$tag: randrw with verify_backlog" ||
 		{ t_fail "$tag: randrw with verify_backlog"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
