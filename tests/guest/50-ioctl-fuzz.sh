@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 900
 # 50-ioctl-fuzz: tests/progs/ioctl-fuzz (seeded random ioctls, bad pointers,
 # odd sizes, control device, bound/unbound/detaching devices) first against
 # the stock loop driver (validates the fuzzer: it must pass there), then
@@ -7,7 +8,6 @@
 # write, read back the same data, detach, and the module must unload.
 # FUZZ_SEED / FUZZ_CALLS (environment or lmq_fuzz_seed= / lmq_fuzz_calls= on
 # the kernel command line) reproduce or resize a run.
-# timeout: 900
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

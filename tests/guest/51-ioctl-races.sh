@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600
 # 51-ioctl-races: a verifying fio (randrw, crc32c) on a device while other
 # processes hammer it with LOOP_SET_STATUS64 (same values), LOOP_SET_CAPACITY,
 # LOOP_SET_BLOCK_SIZE 512/4096, LOOP_SET_DIRECT_IO on/off, dispatch-mode
@@ -9,7 +10,6 @@
 # Then LOOP_CHANGE_FD between two identical files of a read-only device
 # while a reader checks every read, and attach/detach of one device from
 # three processes.  At the end every device detaches and the module unloads.
-# timeout: 600
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

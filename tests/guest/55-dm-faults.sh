@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600
 # 55-dm-faults: the backing file lives on ext4 on a device-mapper device.
 #  1. dm-error over 1 MiB of the backing file: in every mode, direct-I/O
 #     reads and writes that hit it fail with EIO, the rest of the device
@@ -9,7 +10,6 @@
 #     nothing hangs (each I/O has a time limit).
 #  3. Back to a healthy table: the device works again, detaches, unloads.
 # ext4 without a journal, so write errors do not abort the filesystem.
-# timeout: 600
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

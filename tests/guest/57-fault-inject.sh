@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 900
 # 57-fault-inject (debug kernel only; skipped where
 # /sys/kernel/debug/failslab is absent): FAILSLAB for the test's own
 # processes (task-filter, make-it-fail) at several probabilities during
@@ -8,7 +9,6 @@
 # itself under I/O.  Every operation may fail, but cleanly: afterwards (with
 # injection off) the state is consistent, the device works, data written
 # reads back, every device detaches and the module unloads.
-# timeout: 900
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

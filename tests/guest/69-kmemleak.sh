@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600
 # 69-kmemleak (debug kernel only; skipped where kmemleak is absent): after a
 # workload that exercises the driver (load with several devices, every
 # mode, I/O, mode switches, LOOP_CTL_ADD/REMOVE, partitions, unload) and
@@ -8,7 +9,6 @@
 # reports from elsewhere are listed as diagnostics; note that the harness
 # fails any test whose dmesg shows "suspected memory leak", which a scan
 # that finds anything prints, so in practice the scan must find nothing.
-# timeout: 600
 # ---- BEGIN lmq preamble (identical in every tests/guest/1x-3x script)
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
