@@ -252,7 +252,11 @@ static void loopmq_fill_limits(struct loopmq_device *lo, unsigned int lbs,
 	l->logical_block_size = lbs;
 	l->write_cache = !ro && file->f_op->fsync;
 	l->fua = l->write_cache;
-	if (ro || lo->discard_off)
+	/*
+	 * Discard stays advertised on a read-only device, as with the stock
+	 * driver: the block layer then refuses it with EPERM.
+	 */
+	if (lo->discard_off)
 		return;
 	if (S_ISBLK(inode->i_mode)) {
 		struct block_device *bdev = I_BDEV(inode);
