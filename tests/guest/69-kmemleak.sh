@@ -115,7 +115,9 @@ for mode in $LMQ_MODES; do
 	fio --name=kl --filename=$(lmq_dev 0):$(lmq_dev 1) --rw=randrw --bs=4k --ioengine=libaio \
 		--iodepth=16 --direct=1 --size=8M --io_size=4M --verify=crc32c \
 		--output-format=terse >$W/fio.out 2>&1
-	t_is "$?" 0 "$mode: fio verify on two devices"
+	rc=$?
+	t_is "$rc" 0 "$mode: fio verify on two devices"
+	[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 8
 	dd if=/dev/zero of=$(lmq_dev 2) bs=4k count=512 conv=fsync status=none
 	t_is "$?" 0 "$mode: buffered write + fsync"
 done
