@@ -3,6 +3,7 @@
 """loopmq bench report: guest cell files -> bench.json, results.md, PNG chart.
 
     bench/report.py RESULTS_DIR [--compare OTHER_RESULTS_DIR]
+    bench/report.py --summary RESULTS_DIR...   (compact IOPS / %-of-backing table)
 
 Reads RESULTS_DIR/vm-*/**/bench/cells/ID.{meta,json,snap} and missing.jsonl
 written by bench/guest/lib.sh, computes per-run figures from fio's JSON and
@@ -420,8 +421,49 @@ def compare(a, b):
     return 0 if worst["single"] <= 1.0 and worst["multi"] <= 3.0 else 1
 
 
+def summary(dirs):
+    """Compact table over one or more results: IOPS and % of backing per kernel/workload."""
+    cells = {}
+    for d in dirs:
+        c = load(d)
+        add_ratios(c)
+        cells.update(c)
+    cols = []
+    for c in sorted(cells.values(), key=order):
+        col = (c["kernel"], c["workload"])
+        if col not in cols:
+            cols.append(col)
+    rows = []
+    for c in sorted(cells.values(), key=order):
+        r = (c["backing"], c["target"], c["mode"])
+        if r not in rows:
+            rows.append(r)
+    rows.sort(key=lambda r: (BACKINGS.index(r[0]) if r[0] in BACKINGS else 99,
+                             TARGETS.index((r[1], r[2])) if (r[1], r[2]) in TARGETS else 99))
+    out = ["| backing | target | " + " | ".join("%s %s" % (k, SHORT.get(w, w)) for k, w in cols)
+           + " |", "|" + " --- |" * (2 + len(cols))]
+    for b, t, m in rows:
+        vals = []
+        for k, w in cols:
+            c = cells.get((k, t, m, b, w))
+            if not c:
+                vals.append("")
+            elif not c.get("ok"):
+                vals.append("missing")
+            else:
+                v = fmt(c["iops"], "k")
+                if t not in ("backing", "null_blk") and c.get("ratio_to_backing"):
+                    v += " (%s)" % fmt(c["ratio_to_backing"], "r")
+                vals.append(v)
+        out.append("| %s | %s | %s |" % (b, tname(t, m), " | ".join(vals)))
+    print("\n".join(out))
+    return 0
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--summary":
+        return summary(args[1:])
     if len(args) == 3 and args[1] == "--compare":
         return compare(args[0], args[2])
     if len(args) != 1:
