@@ -99,7 +99,7 @@ KL=/sys/kernel/debug/kmemleak
 [ -e $KL ] || { echo "1..0 # SKIP no kmemleak (not the debug kernel)"; exit 77; }
 W=/tmp/t69
 mkdir -p $W
-truncate -s 16M $W/img
+for i in 0 1 2 3; do truncate -s 16M $W/img$i; done
 lmq_load 4 max_part=4 || { t_fail "load $LMQ_MOD"; t_done; }
 base=$(awk -v m=$LMQ_MOD '$1 == m { print $6 }' /proc/modules)
 size=$(awk -v m=$LMQ_MOD '$1 == m { print $2 }' /proc/modules)
@@ -108,7 +108,7 @@ t_diag "$LMQ_MOD core at $base, $size bytes"
 # workload
 for i in 0 1 2 3; do
 	D=$(lmq_dev $i)
-	t_is "$(lmq-ioctl configure $D $W/img $(( i % 2 ? 16 : 8 )) 0)" OK "attach $D"
+	t_is "$(lmq-ioctl configure $D $W/img$i $(( i % 2 ? 16 : 8 )) 0)" OK "attach $D"
 done
 for mode in $LMQ_MODES; do
 	for i in 0 1; do [ "$mode" = stock ] || lmq_mode $i $mode || t_fail "$mode: set mode"; done
