@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 900
 # 57-fault-inject (debug kernel only; skipped where
-# /sys/kernel/debug/failslab is absent): FAILSLAB for the test's own
-# processes (task-filter, make-it-fail) at several probabilities during
+# /sys/kernel/debug/failslab is absent): FAILSLAB (task-filter; make-it-fail
+# set by tests/progs/lmq-failslab around one operation) at 5/20/60% during
 # module load, device add/attach/mode switch, I/O and detach/remove; then
 # FAIL_MAKE_REQUEST on the backing block device (brd) and on the device
 # itself under I/O.  Every operation may fail, but cleanly: afterwards (with
@@ -104,85 +104,84 @@ head -c 1M /dev/urandom >$W/d
 sha() { sha256sum | cut -d' ' -f1; }
 WANT=$(sha <$W/d)
 
-# inject CMD...: run CMD with failslab on for it (and its children) only
-inject() { ( echo 1 >/proc/self/make-it-fail && exec timeout 120 "$@" ); }
+command -v lmq-failslab >/dev/null || { echo "1..0 # SKIP lmq-failslab not installed"; exit 77; }
+# lmq-failslab sets /proc/self/make-it-fail around the system calls of one
+# operation only (module load, ioctl, I/O), so failures hit the kernel paths
+# under test rather than exec and libc.
 slab_on() {
 	echo Y >$FS/task-filter; echo N >$FS/ignore-gfp-wait; echo 0 >$FS/verbose
 	echo 1 >$FS/interval; echo -1 >$FS/times; echo "$1" >$FS/probability
 }
 slab_off() { echo 0 >$FS/probability; }
+fs() { timeout 120 lmq-failslab "$@" 2>/dev/null | head -n1 | awk '{ print $1 }'; }
 r() { timeout 120 lmq-ioctl "$@" 2>&1 | head -n1 | awk '{ print $1 }'; }
 bound() { [ -e "$(lmq_sys $1)/loop/backing_file" ]; }
 # works N: attach (if needed), write, read back, detach, without injection
 works() {
 	local D=$(lmq_dev $1)
-	bound $1 || [ "$(r set-fd $D $W/img)" = OK ] || return 1
+	bound $1 || [ "$(r set-fd $D $W/img$1)" = OK ] || return 1
 	dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none || return 1
 	[ "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" = "$WANT" ] || return 1
 	[ "$(r clr-fd $D)" = OK ]
 }
+for i in 0 1 2 3; do truncate -s 16M $W/img$i; done
+if lmq_is_mq; then KO=$(modinfo -n $LMQ_MOD) PARAMS="nr_devices=4"
+else KO=$(modinfo -n loop) PARAMS="max_loop=4"; fi
+[ -f "$KO" ] || { t_fail "no module file for $LMQ_MOD"; t_done; }
+# tally NAME RESULT...: count OK / errno results
+tally() { local n=$1 x ok=0 bad=0; shift; for x in "$@"; do [ "$x" = OK ] && ok=$((ok + 1)) || bad=$((bad + 1)); done; echo "$ok OK, $bad failed"; }
 
 for P in 5 20 60; do
-	# --- module load ---
-	slab_on $P
-	loaded=0 failed=0
-	for i in 1 2 3 4 5 6; do
-		if lmq_is_mq; then inject modprobe $LMQ_MOD nr_devices=4 2>/dev/null
-		else inject modprobe loop max_loop=4 2>/dev/null; fi
-		if [ $? = 0 ]; then loaded=$((loaded + 1)); else failed=$((failed + 1)); fi
-		slab_off
+	# --- module load: the loader and the driver's init under failslab ---
+	res=()
+	for i in $(seq 8); do
+		slab_on $P; x=$(fs load $KO "$PARAMS"); slab_off
+		res+=("$x")
 		if grep -q "^$LMQ_MOD " /proc/modules; then
-			modprobe -r $LMQ_MOD || t_fail "P=$P: unload after an injected load"
+			[ "$x" = OK ] || t_fail "P=$P%: load failed ($x) but the module is loaded"
+			lmq_unload || t_fail "P=$P%: unload after an injected load"
+		elif [ "$x" = OK ]; then
+			t_fail "P=$P%: load said OK, module not loaded"
 		fi
-		slab_on $P
 	done
-	slab_off
-	t_diag "P=$P%: module load under failslab: $loaded loaded, $failed failed"
-	t_ok "P=$P%: 6 loads under failslab, each loaded or failed cleanly"
-	lmq_load 4 || { t_fail "P=$P: clean load after injected loads"; continue; }
+	t_diag "P=$P%: module load under failslab: $(tally load "${res[@]}")"
+	t_ok "P=$P%: 8 loads under failslab, each loaded or failed cleanly"
+	lmq_load 4 || { t_fail "P=$P%: clean load after injected loads"; continue; }
 
-	# --- add / attach / mode / remove ---
-	slab_on $P
-	ok=0 err=0
-	for i in $(seq 20); do
+	# --- add / attach / detach / remove under failslab ---
+	res=()
+	for i in $(seq 12); do
 		D=$(lmq_dev $((i % 4)))
-		for op in "configure $D $W/img 0 0" "set-mode $D kthread" "set-mode $D auto" \
-			"set-status $D 0 0 0" "set-block-size $D 4096" "clr-fd $D" \
-			"ctl-add $LMQ_CTL $((10 + i % 3))" "ctl-remove $LMQ_CTL $((10 + i % 3))" \
-			"set-fd $D $W/img" "set-dio $D 1" "clr-fd $D"; do
-			x=$( (echo 1 >/proc/self/make-it-fail && exec timeout 120 lmq-ioctl $op) 2>/dev/null | head -n1)
-			case $x in OK*) ok=$((ok + 1));; *) err=$((err + 1));; esac
-		done
+		slab_on $P
+		res+=("$(fs configure $D $W/img$((i % 4)))" "$(fs clr $D)" "$(fs setfd $D $W/img$((i % 4)))"
+			"$(fs clr $D)" "$(fs add $LMQ_CTL $((10 + i % 3)))" "$(fs remove $LMQ_CTL $((10 + i % 3)))"
+			"$(fs getfree $LMQ_CTL)")
+		slab_off
 	done
-	slab_off
-	t_diag "P=$P%: control ops under failslab: $ok OK, $err failed"
+	t_diag "P=$P%: control ops under failslab: $(tally ctl "${res[@]}")"
+	for i in 10 11 12 13 14 15; do [ -e $(lmq_sys $i) ] && r ctl-remove $LMQ_CTL $i >/dev/null; done
 	for i in 0 1 2 3; do
 		works $i && t_ok "P=$P%: $(lmq_dev $i) works after injected control ops" ||
 			t_fail "P=$P%: $(lmq_dev $i) broken after injected control ops"
 	done
-	for i in 10 11 12; do [ -e $(lmq_sys $i) ] && r ctl-remove $LMQ_CTL $i >/dev/null; done
+	n=$(ls -d /sys/block/$LMQ_NAME[0-9]* | wc -l)
+	[ "$n" -ge 4 ] && t_ok "P=$P%: $n devices present" || t_fail "P=$P%: only $n devices"
 
 	# --- I/O under failslab, every mode ---
-	t_is "$(r set-fd $(lmq_dev 0) $W/img)" OK "P=$P%: attach for I/O"
+	t_is "$(r set-fd $(lmq_dev 0) $W/img0)" OK "P=$P%: attach for I/O"
 	for mode in $LMQ_MODES; do
 		[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "P=$P% $mode: set mode"
+		res=()
 		slab_on $P
-		ioerr=0
-		for i in 1 2 3 4; do
-			inject dd if=$W/d of=$(lmq_dev 0) bs=64k oflag=direct status=none 2>/dev/null || ioerr=$((ioerr + 1))
-			inject dd if=$(lmq_dev 0) of=/dev/null bs=64k count=16 iflag=direct status=none 2>/dev/null || ioerr=$((ioerr + 1))
-			inject dd if=$W/d of=$(lmq_dev 0) bs=4k conv=fsync status=none 2>/dev/null || ioerr=$((ioerr + 1))
-		done
+		for i in $(seq 8); do res+=("$(fs io $(lmq_dev 0))"); done
 		slab_off
-		t_diag "P=$P% $mode: $ioerr of 12 I/O commands failed under failslab"
+		t_diag "P=$P% $mode: I/O under failslab: $(tally io "${res[@]}")"
 		dd if=$W/d of=$(lmq_dev 0) bs=64k oflag=direct conv=fsync status=none
 		t_is "$(dd if=$(lmq_dev 0) bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
 			"P=$P% $mode: data reads back after I/O under failslab"
 	done
 	# --- detach under failslab ---
-	slab_on $P
-	x=$( (echo 1 >/proc/self/make-it-fail && exec lmq-ioctl clr-fd $(lmq_dev 0)) 2>/dev/null | head -n1)
-	slab_off
+	slab_on $P; x=$(fs clr $(lmq_dev 0)); slab_off
 	if [ "$x" = OK ]; then
 		lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && t_ok "P=$P%: detach under failslab: OK, unbound" ||
 			t_fail "P=$P%: detach said OK, device still bound"
