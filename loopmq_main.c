@@ -1068,27 +1068,68 @@ static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
 	return 0;
 }
 
+/*
+ * Each ioctl that copies a large structure does it in a function of its
+ * own, so that loopmq_ioctl()'s frame stays small.
+ */
+static noinline_for_stack int
+loopmq_ioctl_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
+		       struct block_device *bdev, unsigned int cmd,
+		       unsigned long arg)
+{
+	struct loop_config config;
+
+	if (cmd == LOOP_SET_FD) {
+		/* The legacy form of LOOP_CONFIGURE, with default settings. */
+		memset(&config, 0, sizeof(config));
+		config.fd = arg;
+	} else if (copy_from_user(&config, (void __user *)arg,
+				  sizeof(config))) {
+		return -EFAULT;
+	}
+	return loopmq_configure(lo, mode, bdev, &config);
+}
+
+static noinline_for_stack int
+loopmq_ioctl_status64(struct loopmq_device *lo, unsigned int cmd,
+		      void __user *argp)
+{
+	struct loop_info64 info64;
+	int err;
+
+	if (cmd == LOOP_SET_STATUS64) {
+		if (copy_from_user(&info64, argp, sizeof(info64)))
+			return -EFAULT;
+		return loopmq_set_status(lo, &info64);
+	}
+	if (!argp)
+		return -EINVAL;
+	err = loopmq_get_status(lo, &info64);
+	if (!err && copy_to_user(argp, &info64, sizeof(info64)))
+		err = -EFAULT;
+	return err;
+}
+
+static noinline_for_stack int
+loopmq_ioctl_get_stats(struct loopmq_device *lo, void __user *argp)
+{
+	struct loopmq_stats stats;
+
+	loopmq_sum_stats(lo, &stats);
+	return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
+}
+
 static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
 			unsigned int cmd, unsigned long arg)
 {
 	struct loopmq_device *lo = bdev->bd_disk->private_data;
 	void __user *argp = (void __user *)arg;
 	bool may_write = (mode & LOOPMQ_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
-	struct loop_config config;
-	struct loop_info64 info64;
-	struct loopmq_stats stats;
-	int err;
 
 	switch (cmd) {
 	case LOOP_SET_FD:
-		/* The legacy form of LOOP_CONFIGURE with default settings. */
-		memset(&config, 0, sizeof(config));
-		config.fd = arg;
-		return loopmq_configure(lo, mode, bdev, &config);
 	case LOOP_CONFIGURE:
-		if (copy_from_user(&config, argp, sizeof(config)))
-			return -EFAULT;
-		return loopmq_configure(lo, mode, bdev, &config);
+		return loopmq_ioctl_configure(lo, mode, bdev, cmd, arg);
 	case LOOP_CHANGE_FD:
 		return loopmq_change_fd(lo, bdev, arg);
 	case LOOP_CLR_FD:
@@ -1102,16 +1143,9 @@ static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
 	case LOOP_SET_STATUS64:
 		if (!may_write)
 			return -EPERM;
-		if (copy_from_user(&info64, argp, sizeof(info64)))
-			return -EFAULT;
-		return loopmq_set_status(lo, &info64);
+		fallthrough;
 	case LOOP_GET_STATUS64:
-		if (!argp)
-			return -EINVAL;
-		err = loopmq_get_status(lo, &info64);
-		if (!err && copy_to_user(argp, &info64, sizeof(info64)))
-			err = -EFAULT;
-		return err;
+		return loopmq_ioctl_status64(lo, cmd, argp);
 	case LOOP_SET_BLOCK_SIZE:
 		if (!may_write)
 			return -EPERM;
@@ -1131,8 +1165,7 @@ static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
 	case LOOPMQ_GET_MODE:
 		return loopmq_ioctl_mode(lo, cmd, argp);
 	case LOOPMQ_GET_STATS:
-		loopmq_sum_stats(lo, &stats);
-		return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
+		return loopmq_ioctl_get_stats(lo, argp);
 	case LOOPMQ_RESET_STATS:
 		if (!may_write)
 			return -EPERM;
