@@ -65,6 +65,7 @@ struct loopmq_device {
 	bool			want_dio;	/* protected by @mutex */
 	gfp_t			old_gfp_mask;	/* protected by @mutex */
 	bool			discard_off;	/* backing said EOPNOTSUPP */
+	bool			sysfs_loop;	/* loop/ group exists; @mutex */
 	bool			idr_visible;	/* protected by loopmq_ctl_mutex */
 
 	struct loopmq_backing	b;		/* see struct loopmq_backing */

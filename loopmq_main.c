@@ -203,7 +203,8 @@ static unsigned int loopmq_dio_align(struct file *file)
 		return st.dio_offset_align;
 	if (inode->i_sb->s_bdev)
 		return bdev_logical_block_size(inode->i_sb->s_bdev);
-	return 0;
+	/* Can do O_DIRECT but says nothing of alignment (tmpfs): as stock. */
+	return SECTOR_SIZE;
 }
 
 static bool loopmq_can_dio(struct loopmq_device *lo, struct file *file,
@@ -668,11 +669,11 @@ static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
 	loopmq_apply(lo, lbs);
 	loopmq_set_size(lo, loopmq_backing_size(file, lo->b.offset,
 						lo->sizelimit));
-	err = sysfs_create_group(&disk_to_dev(lo->disk)->kobj,
-				 &loopmq_loop_group);
-	if (err)
-		pr_warn("%s: no loop/ sysfs directory: %d\n",
-			lo->disk->disk_name, err);
+	/* Only a listing depends on it: a failure does not fail the bind. */
+	lo->sysfs_loop = !sysfs_create_group(&disk_to_dev(lo->disk)->kobj,
+					     &loopmq_loop_group);
+	if (!lo->sysfs_loop)
+		pr_warn("%s: no loop/ sysfs directory\n", lo->disk->disk_name);
 
 	lo->state = LOOPMQ_BOUND;
 	partscan = lo->lo_flags & LO_FLAGS_PARTSCAN;
@@ -729,7 +730,10 @@ static void loopmq_unbind(struct loopmq_device *lo, bool release)
 	invalidate_disk(lo->disk);
 	blk_mq_unfreeze_queue(q);
 
-	sysfs_remove_group(&disk_to_dev(lo->disk)->kobj, &loopmq_loop_group);
+	if (lo->sysfs_loop)
+		sysfs_remove_group(&disk_to_dev(lo->disk)->kobj,
+				   &loopmq_loop_group);
+	lo->sysfs_loop = false;
 	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
 	loopmq_media_changed(lo->disk);
 	/*
