@@ -61,7 +61,6 @@
 
 #include <linux/blk-cgroup.h>
 #include <linux/falloc.h>
-#include <linux/highmem.h>
 #include <linux/kthread.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/task_stack.h>
@@ -260,23 +259,6 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	return LOOPMQ_RUN_KTHREAD;
 }
 
-static void loopmq_zero_from(struct request *rq, unsigned int from)
-{
-	struct req_iterator it;
-	struct bio_vec bv;
-	unsigned int pos = 0;
-
-	rq_for_each_segment(bv, rq, it) {
-		if (pos + bv.bv_len > from) {
-			unsigned int skip = from > pos ? from - pos : 0;
-
-			memzero_page(bv.bv_page, bv.bv_offset + skip,
-				     bv.bv_len - skip);
-		}
-		pos += bv.bv_len;
-	}
-}
-
 /* Flush, discard and write-zeroes; blocking. */
 static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 {
@@ -374,16 +356,13 @@ void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
 		}
 	}
 	if (ret >= 0 && cmd->done + ret < len) {
+		/*
+		 * Short: the kthread's synchronous loop finishes it, and fills
+		 * a read that reached the end of the file with zeroes.
+		 */
 		cmd->done += ret;
-		if (!write && ret == 0) {
-			/* Past the end of the file: zeroes. */
-			loopmq_zero_from(rq, cmd->done);
-			cmd->done = len;
-		} else {
-			/* A short transfer: the kthread loops until done. */
-			loopmq_kthread_queue(lo, cmd, !cmd->from_kthread);
-			return;
-		}
+		loopmq_kthread_queue(lo, cmd, !cmd->from_kthread);
+		return;
 	}
 	if (cmd->from_kthread)
 		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
