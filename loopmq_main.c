@@ -1326,8 +1326,15 @@ static int loopmq_add(int index)
 	lo->tag_set.queue_depth = g_hw_queue_depth;
 	lo->tag_set.numa_node = NUMA_NO_NODE;
 	lo->tag_set.cmd_size = sizeof(struct loopmq_cmd);
-	/* Blocking: direct mode sleeps in queue_rq, and any mode may. */
-	lo->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING;
+	/*
+	 * Blocking: direct mode sleeps in queue_rq, and any mode may.
+	 * Stacking, like loop: the backing device's own queue is the one to
+	 * schedule, so no elevator by default even with one hardware queue,
+	 * and CPU hot-unplug need not drain a context whose requests other
+	 * contexts finish.
+	 */
+	lo->tag_set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING |
+			    BLK_MQ_F_STACKING | BLK_MQ_F_NO_SCHED_BY_DEFAULT;
 	lo->tag_set.driver_data = lo;
 	err = blk_mq_alloc_tag_set(&lo->tag_set);
 	if (err)

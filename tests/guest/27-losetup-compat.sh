@@ -5,7 +5,8 @@
 # the device: attach, attach with --direct-io=on -o 4096 --sizelimit,
 # --sector-size, list with -l / -l -J / --raw showing the right backing file,
 # offset, sizelimit, dio and read-only, -c (set capacity), -d detach, and
-# -f --show / -j on the stock names when the driver is loop.
+# -f --show / -j on the stock names when the driver is loop; and no I/O
+# scheduler by default even with one hardware queue.
 . /tests/lib/driver.sh
 
 [ -n "$LOSETUP" ] && ! readlink -f "$LOSETUP" | grep -q busybox ||
@@ -76,6 +77,18 @@ t_run "attach again after detach (device reuse)" $LOSETUP $D $F
 t_is "$(cmp -n $((16 << 20)) $D $F && echo same)" same "content after reuse"
 t_run "losetup -d" $LOSETUP -d $D
 
-umount /mnt/t27
 lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+
+# 6. no I/O scheduler by default, as loop: the backing queue schedules.
+# One hardware queue is where blk-mq would otherwise pick mq-deadline.
+sched() { sed 's/.*\[\(.*\)\].*/\1/' $(lmq_sys 0)/queue/scheduler; }
+if lmq_is_mq; then lmq_load 1 nr_hw_queues=1; else lmq_load 1; fi ||
+	t_fail "load $LMQ_MOD with one hardware queue"
+t_is "$(ls /sys/block/${D##*/}/mq | wc -l)" 1 "one hardware queue"
+t_is "$(sched)" none "default scheduler: none"
+t_run "losetup $D $F" $LOSETUP $D $F
+t_is "$(sched)" none "scheduler after attach: none"
+t_run "losetup -d" $LOSETUP -d $D
+umount /mnt/t27
+lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads again"
 t_done
