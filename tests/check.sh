@@ -14,6 +14,9 @@
 # Prints one "ok N step" / "not ok N step" line per step, then
 # "N passed, N failed"; exits non-zero if any step failed.
 set -uo pipefail
+# One compound command: bash parses all of it before running any, so an
+# edit to this file cannot break a run in progress.
+{
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 quick= debug_only= selftest=1 kernels=() guest='*.sh'
@@ -111,3 +114,5 @@ for i in "${!steps[@]}"; do
 done
 echo "$npass passed, $nfail failed"
 [ "$nfail" -eq 0 ] && [ "$npass" -gt 0 ]
+exit
+}

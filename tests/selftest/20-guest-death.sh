@@ -7,6 +7,8 @@
 #     blocks in umount (D state) and never reports: the host watchdog kills
 #     QEMU, reports the test by name, and a fresh guest runs the next test.
 #  C: the global --timeout kills a run that would take too long.
+#  D: a guest that dies before any test started (no init here) is booted
+#     once more, with a warning; the second failure fails the run.
 . "$(dirname "$0")/lib.sh"
 g=$st_tmp
 cat >"$g/warn-on-load.sh" <<'T'
@@ -66,5 +68,14 @@ sed 's/^/# C| /' "$log" | grep -v '^# C| #   \['
 st_ok "$([ $rc -ne 0 ]; echo $?)" "C: run exits non-zero (status $rc)"
 st_line "C: global timeout reported" "$log" '^not ok 1 sleepy # guest died.*global timeout \(45s\)'
 st_ok "$([ $((s1 - s0)) -lt 120 ]; echo $?)" "C: the run ended in $((s1 - s0))s"
+log=$g/d.log
+"$top/tests/vm/run" "${st_args[@]}" --append rdinit=/no/such/init "$g/never.sh" >"$log" 2>&1
+rc=$?
+sed 's/^/# D| /' "$log" | grep -v '^# D| #   \['
+st_ok "$([ $rc -ne 0 ]; echo $?)" "D: run exits non-zero (status $rc)"
+st_line "D: a death before any test is retried once, aloud" "$log" \
+	'^# warning: boot 1 ended before any test started.*booting again'
+st_line "D: the second failed boot is reported" "$log" '^not ok 1 never # not run: guest failed to boot'
+st_line "D: two boots, no more" "$log" '^# kernel .*, 2 boot\(s\)'
 echo "# selftest took $(($(date +%s) - t0))s"
 st_done
