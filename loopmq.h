@@ -116,6 +116,7 @@ static inline void loopmq_count_fb(struct loopmq_device *lo, int reason)
 extern int loopmq_default_mode;
 extern unsigned int loopmq_stack_reserve;
 extern bool loopmq_stack_probe;
+extern bool loopmq_nowait_adaptive;
 
 /* loopmq_io.c */
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,

@@ -45,7 +45,8 @@
  * - op: FLUSH, DISCARD and WRITE_ZEROES go to the kthread except in direct
  *   mode: fsync and fallocate block for long and have no NOWAIT form.
  * - adaptive: writes whose recent NOWAIT attempts mostly answered "would
- *   block" skip the attempt (a decaying estimate, probed every 16 writes).
+ *   block" skip the attempt (a decaying estimate, probed every 16 writes;
+ *   parameter nowait_adaptive=0 turns it off).
  * - nonowait: the file cannot do NOWAIT for the operation.
  *
  * Inline calls save and clear the submitter's plug and bio list.  A
@@ -245,7 +246,8 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	sync_ok = mode == LOOPMQ_MODE_AUTO &&
 		  (lo->b.never_blocks || READ_ONCE(lo->recent_peak) <= 1);
 
-	if (nowait && op == REQ_OP_WRITE && loopmq_nowait_hopeless(lo)) {
+	if (nowait && op == REQ_OP_WRITE && READ_ONCE(loopmq_nowait_adaptive) &&
+	    loopmq_nowait_hopeless(lo)) {
 		if (sync_ok)
 			return LOOPMQ_RUN_SYNC;
 		*fb = LOOPMQ_FB_ADAPTIVE;

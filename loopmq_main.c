@@ -144,6 +144,11 @@ module_param_named(stack_probe, loopmq_stack_probe, bool, 0644);
 MODULE_PARM_DESC(stack_probe,
 		 "Measure the stack used by inline calls (slow; ignored on KASAN kernels), see loopmq/stack. Default: 0");
 
+bool loopmq_nowait_adaptive = true;
+module_param_named(nowait_adaptive, loopmq_nowait_adaptive, bool, 0644);
+MODULE_PARM_DESC(nowait_adaptive,
+		 "While most recent IOCB_NOWAIT writes answered EAGAIN, do not try: send writes to the kthread (auto: run them blocking when allowed). Default: Y");
+
 /* ---- globals ---- */
 
 static int loopmq_major;
@@ -231,6 +236,8 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 	lo->b.read_only = lo->lo_flags & LO_FLAGS_READ_ONLY;
 	lo->b.never_blocks = !lo->b.use_dio &&
 			     inode->i_sb->s_magic == TMPFS_MAGIC;
+	/* New file or new I/O properties: what NOWAIT did before says nothing. */
+	WRITE_ONCE(lo->nowait_fail, 0);
 	lo->b.nowait_read = file->f_mode & FMODE_NOWAIT;
 	lo->b.nowait_write = (file->f_mode & FMODE_NOWAIT) &&
 			     (lo->b.use_dio ||
