@@ -822,7 +822,9 @@ static int do_set(const struct opts *o, const char *devarg)
 	return 0;
 }
 
-static int do_detach(int argc, char **argv)
+/* @op on every device named; a failure is reported as "<what> failed". */
+static int each_device(int argc, char **argv, int (*op)(int index),
+		       const char *what)
 {
 	char path[LMQ_NAME_MAX];
 	int i, index, r, rc = 0;
@@ -832,13 +834,18 @@ static int do_detach(int argc, char **argv)
 			rc = 1;
 			continue;
 		}
-		r = lmq_detach(index);
+		r = op(index);
 		if (r) {
-			error_at(path, -r, "detach failed");
+			error_at(path, -r, "%s failed", what);
 			rc = 1;
 		}
 	}
 	return rc;
+}
+
+static int do_detach(int argc, char **argv)
+{
+	return each_device(argc, argv, lmq_detach, "detach");
 }
 
 /* Indexes of bound devices. */
@@ -858,6 +865,33 @@ static int bound_devices(int **list, int *n)
 	*list = all;
 	*n = k;
 	return 0;
+}
+
+/*
+ * The devices named on the command line, or every bound device when none is
+ * named.  Returns 0; 1 when a name did not resolve (it was reported and left
+ * out); -1 when no list could be made.
+ */
+static int device_list(int argc, char **argv, int **list, int *n)
+{
+	int i, rc = 0;
+
+	*n = 0;
+	if (!argc)
+		return bound_devices(list, n);
+	*list = calloc((size_t)argc, sizeof(**list));
+	if (!*list)
+		return -1;
+	for (i = 0; i < argc; i++) {
+		char path[LMQ_NAME_MAX];
+
+		if (resolve_device(argv[i], &(*list)[*n], path)) {
+			rc = 1;
+			continue;
+		}
+		(*n)++;
+	}
+	return rc;
 }
 
 static int do_detach_all(void)
@@ -939,22 +973,9 @@ static int do_list(const struct opts *o, const struct outfmt *f,
 		error_at(o->assoc, errno, "cannot stat");
 		return 1;
 	}
-	if (argc) {
-		list = calloc((size_t)argc, sizeof(*list));
-		if (!list)
-			return 1;
-		for (i = 0; i < argc; i++) {
-			char path[LMQ_NAME_MAX];
-
-			if (resolve_device(argv[i], &list[n], path)) {
-				rc = 1;
-				continue;
-			}
-			n++;
-		}
-	} else if (bound_devices(&list, &n)) {
+	rc = device_list(argc, argv, &list, &n);
+	if (rc < 0)
 		return 1;
-	}
 	infos = calloc((size_t)n + 1, sizeof(*infos));
 	if (!infos) {
 		free(list);
@@ -997,22 +1018,9 @@ static int do_stats(const struct opts *o, int argc, char **argv)
 	} *rows;
 	int *list = NULL, n = 0, i, j, k = 0, r, rc = 0;
 
-	if (argc) {
-		list = calloc((size_t)argc, sizeof(*list));
-		if (!list)
-			return 1;
-		for (i = 0; i < argc; i++) {
-			char path[LMQ_NAME_MAX];
-
-			if (resolve_device(argv[i], &list[n], path)) {
-				rc = 1;
-				continue;
-			}
-			n++;
-		}
-	} else if (bound_devices(&list, &n)) {
+	rc = device_list(argc, argv, &list, &n);
+	if (rc < 0)
 		return 1;
-	}
 	rows = calloc((size_t)n + 1, sizeof(*rows));
 	if (!rows) {
 		free(list);
@@ -1099,21 +1107,7 @@ static int do_stats(const struct opts *o, int argc, char **argv)
 
 static int do_reset(int argc, char **argv)
 {
-	char path[LMQ_NAME_MAX];
-	int i, index, r, rc = 0;
-
-	for (i = 0; i < argc; i++) {
-		if (resolve_device(argv[i], &index, path)) {
-			rc = 1;
-			continue;
-		}
-		r = lmq_reset_stats(index);
-		if (r) {
-			error_at(path, -r, "reset statistics failed");
-			rc = 1;
-		}
-	}
-	return rc;
+	return each_device(argc, argv, lmq_reset_stats, "reset statistics");
 }
 
 /* ---- main ------------------------------------------------------------- */
