@@ -44,6 +44,17 @@ struct loopmq_limits {
 	bool		fua;
 };
 
+/*
+ * The largest request, as loop allows (BLK_DEF_MAX_SECTORS, renamed with
+ * _CAP in 6.7).  Left unset, blk-mq's default is 255 sectors, and every
+ * I/O over 127.5 KiB is split into several requests.
+ */
+#ifdef BLK_DEF_MAX_SECTORS_CAP
+#define LOOPMQ_MAX_HW_SECTORS	BLK_DEF_MAX_SECTORS_CAP
+#else
+#define LOOPMQ_MAX_HW_SECTORS	BLK_DEF_MAX_SECTORS
+#endif
+
 #ifdef LOOPMQ_HAVE_ATOMIC_LIMITS
 static inline void loopmq_fill_queue_limits(struct queue_limits *lim,
 					    const struct loopmq_limits *l)
@@ -51,6 +62,7 @@ static inline void loopmq_fill_queue_limits(struct queue_limits *lim,
 	lim->logical_block_size = l->logical_block_size;
 	lim->physical_block_size = l->logical_block_size;
 	lim->io_min = l->logical_block_size;
+	lim->max_hw_sectors = LOOPMQ_MAX_HW_SECTORS;
 	lim->max_hw_discard_sectors = l->max_discard_sectors;
 	lim->discard_granularity = l->discard_granularity;
 	lim->max_write_zeroes_sectors = l->max_write_zeroes_sectors;
@@ -92,6 +104,7 @@ static inline int loopmq_apply_limits(struct request_queue *q,
 	blk_queue_logical_block_size(q, l->logical_block_size);
 	blk_queue_physical_block_size(q, l->logical_block_size);
 	blk_queue_io_min(q, l->logical_block_size);
+	blk_queue_max_hw_sectors(q, LOOPMQ_MAX_HW_SECTORS);
 	q->limits.discard_granularity = l->discard_granularity;
 	blk_queue_max_discard_sectors(q, l->max_discard_sectors);
 	blk_queue_max_write_zeroes_sectors(q, l->max_write_zeroes_sectors);

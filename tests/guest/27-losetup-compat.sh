@@ -88,6 +88,20 @@ t_is "$(ls /sys/block/${D##*/}/mq | wc -l)" 1 "one hardware queue"
 t_is "$(sched)" none "default scheduler: none"
 t_run "losetup $D $F" $LOSETUP $D $F
 t_is "$(sched)" none "scheduler after attach: none"
+# requests as large as loop's (1280 KiB), not blk-mq's 127.5 KiB default
+t_is "$(cat $(lmq_sys 0)/queue/max_hw_sectors_kb)" 1280 "max_hw_sectors_kb as loop's"
+big() {	# 4 MiB in 1 MiB direct writes, read back in 1 MiB direct reads
+	dd if=$W27 of=$D bs=1M oflag=direct status=none &&
+		dd if=$D of=$W27.back bs=1M count=4 iflag=direct status=none &&
+		cmp -s $W27 $W27.back
+}
+W27=/tmp/t27.big
+head -c 4M /dev/urandom >$W27
+for m in $LMQ_MODES; do
+	lmq_is_mq && { lmq_mode 0 $m || t_fail "$m: set mode"; }
+	t_run "$m: 1 MiB direct writes and reads verify" big
+	lmq_is_mq || break
+done
 t_run "losetup -d" $LOSETUP -d $D
 umount /mnt/t27
 lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads again"
