@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The `make check` driver: builds, style, sparse, tools, harness self-tests,
-# then every tests/guest/*.sh in a guest of each kernel.
+# then every tests/guest/*.sh in a guest of each kernel, then the crash
+# consistency trials (tests/crash/run, not with --quick or --debug-only).
 #
 #   tests/check.sh [--quick] [--debug-only] [--kernel K]... [--no-selftest]
 #                  [--guest 'GLOB']
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
 	--kernel) kernels+=("$2"); shift 2;;
 	--no-selftest) selftest=; shift;;
 	--guest) guest=$2; shift 2;;
-	*) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
+	*) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
 	esac
 done
 have_debug=
@@ -103,6 +104,12 @@ for k in "${kernels[@]}"; do
 	fi
 	step "guest tests on $k" guest_run "$k"
 done
+# crash consistency (tests/crash/run): kill QEMU while loopmq flushes
+if [ -z "$quick" ] && [ -z "$debug_only" ]; then
+	ck=()
+	for k in "${kernels[@]}"; do [ "$k" = debug ] || ck+=(--kernel "$k"); done
+	[ ${#ck[@]} -gt 0 ] && step "crash consistency" tests/crash/run "${ck[@]}"
+fi
 
 echo
 echo "=== summary ($(($(date +%s) - t0))s)"

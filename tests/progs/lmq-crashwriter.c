@@ -4,11 +4,13 @@
  * (tests/crash/run).  One program writes, the same program checks, so the
  * two can never disagree on the schedule.
  *
- *   lmq-crashwriter write [-b] [-n N] -s SEED -t TRIAL -l CHAN DEV
+ *   lmq-crashwriter write [-b] [-x] [-n N] -s SEED -t TRIAL -l CHAN DEV
  *   lmq-crashwriter check [-b] LOG DEV
  *   lmq-crashwriter durable LOG
  *     -b        buffered I/O (default O_DIRECT)
  *     -n N      write: stop (without a flush) after N writes (default: never)
+ *     -x        write: never sync, but log the sync points as if it did: the
+ *               negative control, whose check must report losses
  *
  * The schedule is a pure function of SEED and the device size: batches of
  * 1-16 writes of 4 KiB to distinct random blocks, submitted together with
@@ -206,7 +208,7 @@ static long sys_io_getevents(aio_context_t ctx, long min, long max,
 }
 
 static int do_write(const char *dev, const char *chan, uint64_t seed,
-		    uint32_t trial, uint64_t maxw, int buffered)
+		    uint32_t trial, uint64_t maxw, int buffered, int nosync)
 {
 	struct iocb cbs[MAXBATCH], *cbp[MAXBATCH];
 	struct io_event ev[MAXBATCH];
@@ -258,7 +260,7 @@ static int do_write(const char *dev, const char *chan, uint64_t seed,
 			cbs[i].aio_buf = (uintptr_t)p;
 			cbs[i].aio_nbytes = BLK;
 			cbs[i].aio_offset = (int64_t)b.blk[i] * BLK;
-			if (b.sync == SYNC_FUA)
+			if (b.sync == SYNC_FUA && !nosync)
 				cbs[i].aio_rw_flags = RWF_DSYNC;
 			cbp[i] = &cbs[i];
 		}
@@ -282,7 +284,7 @@ static int do_write(const char *dev, const char *chan, uint64_t seed,
 				}
 			i += got;
 		}
-		if (b.sync == SYNC_FSYNC && fdatasync(fd))
+		if (b.sync == SYNC_FSYNC && !nosync && fdatasync(fd))
 			die("fdatasync");
 		if (b.sync)
 			chan_put(cfd, "S %u %" PRIu64 "\n", b.point,
@@ -504,7 +506,7 @@ static int do_durable(const char *logpath)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: lmq-crashwriter write [-b] [-n N] -s SEED -t TRIAL -l CHAN DEV\n"
+	fprintf(stderr, "usage: lmq-crashwriter write [-b] [-x] [-n N] -s SEED -t TRIAL -l CHAN DEV\n"
 		"       lmq-crashwriter check [-b] LOG DEV\n"
 		"       lmq-crashwriter durable LOG\n");
 	exit(2);
@@ -515,16 +517,17 @@ int main(int argc, char **argv)
 	const char *cmd, *chan = NULL;
 	uint64_t seed = 0, maxw = 0;
 	uint32_t trial = 0;
-	int c, buffered = 0;
+	int c, buffered = 0, nosync = 0;
 
 	if (argc < 2)
 		usage();
 	cmd = argv[1];
 	argv++;
 	argc--;
-	while ((c = getopt(argc, argv, "bn:s:t:l:")) != -1) {
+	while ((c = getopt(argc, argv, "bxn:s:t:l:")) != -1) {
 		switch (c) {
 		case 'b': buffered = 1; break;
+		case 'x': nosync = 1; break;
 		case 'n': maxw = strtoull(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 't': trial = strtoul(optarg, NULL, 0); break;
@@ -534,7 +537,8 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "write") && optind == argc - 1 && chan)
-		return do_write(argv[optind], chan, seed, trial, maxw, buffered);
+		return do_write(argv[optind], chan, seed, trial, maxw, buffered,
+				nosync);
 	if (!strcmp(cmd, "check") && optind == argc - 2)
 		return do_check(argv[optind], argv[optind + 1], buffered);
 	if (!strcmp(cmd, "durable") && optind == argc - 1)
