@@ -7,7 +7,8 @@
 #       (journal replay), attach img through loopmq (mode MODE, direct I/O
 #       DIO) and run "lmq-crashwriter check" with trial K's log (the host
 #       puts it on the virtio disk with serial loopmq-clog)
-#   crash.next=K:MODE:DIO:FS:ALLOC:IO:SEED   set up trial K: mkfs.FS /dev/vda,
+#   crash.next=K:MODE:DIO:FS:ALLOC:IO:SEED   set up trial K: mkfs.FS /dev/vda
+#       (or, after a clean check on the same FS, reuse it: rm the old img),
 #       a 32 MiB img (ALLOC falloc: fallocate, sparse: truncate), attach it
 #       (MODE, DIO), run "lmq-crashwriter write" (IO direct: O_DIRECT,
 #       buffered: page cache, nosync: O_DIRECT that never syncs but logs as
@@ -47,7 +48,7 @@ detach() {
 }
 
 if [ -n "$prev" ]; then
-	IFS=: read -r k mode dio fs _ _ <<<"$prev"
+	IFS=: read -r k mode dio pfs _ _ <<<"$prev"
 	logdev=
 	for s in /sys/block/vd*/serial; do
 		[ "$(cat "$s")" = loopmq-clog ] && logdev=/dev/$(basename "$(dirname "$s")")
@@ -57,8 +58,8 @@ if [ -n "$prev" ]; then
 		out="no log disk"
 	elif ! tr -d '\0' <"$logdev" >/tmp/prev.log; then
 		out="cannot read $logdev"
-	elif ! out=$(mount -t "$fs" /dev/vda "$mnt" 2>&1); then
-		out="mount -t $fs /dev/vda failed: $out"
+	elif ! out=$(mount -t "$pfs" /dev/vda "$mnt" 2>&1); then
+		out="mount -t $pfs /dev/vda failed: $out"
 	elif ! out=$(attach "$mode" "$dio" "$mnt/img" 2>&1); then
 		out="attach failed: $out"
 	else
@@ -68,19 +69,26 @@ if [ -n "$prev" ]; then
 	detach
 	while IFS= read -r l; do say "CHECK-OUT $l"; done <<<"$out"
 	say "CHECK $k rc=$rc"
-	echo "crash check of trial $k: rc=$rc"
+	echo "crash check of trial $k: rc=$rc at $(cut -d' ' -f1 /proc/uptime)s"
 	[ -n "$next" ] || exit "$rc"
 fi
 
 [ -n "$next" ] || exit 0
 IFS=: read -r k mode dio fs alloc io seed <<<"$next"
 echo "crash trial $k: $mode dio=$dio $fs $alloc $io seed $seed"
-case $fs in
-ext4) mkfs.ext4 -F -q -E nodiscard /dev/vda || exit 1;;
-xfs) mkfs.xfs -f -q -K /dev/vda || exit 1;;
-*) echo "bad fs $fs"; exit 1;;
-esac
-mount -t "$fs" /dev/vda "$mnt" || exit 1
+# the filesystem the check just mounted (journal replayed) is reused when it
+# is the same kind and checked clean; else a new one
+if [ "${rc:-}" = 0 ] && [ "$fs" = "${pfs:-}" ] && mount -t "$fs" /dev/vda "$mnt"; then
+	rm -f "$mnt/img"
+	echo "reusing the $fs filesystem"
+else
+	case $fs in
+	ext4) mkfs.ext4 -F -q -E nodiscard /dev/vda || exit 1;;
+	xfs) mkfs.xfs -f -q -K /dev/vda || exit 1;;
+	*) echo "bad fs $fs"; exit 1;;
+	esac
+	mount -t "$fs" /dev/vda "$mnt" || exit 1
+fi
 case $alloc in
 falloc) fallocate -l 32M "$mnt/img" || exit 1;;
 sparse) truncate -s 32M "$mnt/img" || exit 1;;
@@ -88,6 +96,7 @@ sparse) truncate -s 32M "$mnt/img" || exit 1;;
 esac
 sync
 attach "$mode" "$dio" "$mnt/img" || exit 1
+echo "crash trial $k: set up at $(cut -d' ' -f1 /proc/uptime)s"
 bflag=
 [ "$io" = buffered ] && bflag=-b
 [ "$io" = nosync ] && bflag=-x

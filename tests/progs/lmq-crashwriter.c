@@ -526,13 +526,26 @@ int main(int argc, char **argv)
 	argc--;
 	while ((c = getopt(argc, argv, "bxn:s:t:l:")) != -1) {
 		switch (c) {
-		case 'b': buffered = 1; break;
-		case 'x': nosync = 1; break;
-		case 'n': maxw = strtoull(optarg, NULL, 0); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		case 't': trial = strtoul(optarg, NULL, 0); break;
-		case 'l': chan = optarg; break;
-		default: usage();
+		case 'b':
+			buffered = 1;
+			break;
+		case 'x':
+			nosync = 1;
+			break;
+		case 'n':
+			maxw = strtoull(optarg, NULL, 0);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			trial = strtoul(optarg, NULL, 0);
+			break;
+		case 'l':
+			chan = optarg;
+			break;
+		default:
+			usage();
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
