@@ -6,7 +6,7 @@
 #
 #   tests/check.sh [--quick] [--debug-only] [--kernel K]... [--no-selftest]
 #                  [--guest 'GLOB']
-#     --quick        no sparse, no self-tests, no debug kernel
+#     --quick        no sparse, self-tests, debug kernel or crash trials
 #     --debug-only   only the debug kernel: build it, run the guest tests on it
 #     --kernel K     guest runs only on K (6.1, 6.12, debug; repeatable)
 #     --no-selftest  skip tests/selftest/
