@@ -6,6 +6,7 @@
 #   make modules-all      build for every installed 6.1/6.12 kernel, W=1, no warnings
 #   make install          install module (extra/), depmod, tool, man pages
 #   make check            everything: builds, style, sparse, guest tests
+#   make crash            only the crash-consistency trials (tests/crash/run)
 #   make bench            the fio comparison in a guest (QUICK=1 for a short run)
 
 KVER	?= $(shell uname -r)
@@ -17,7 +18,7 @@ DEPS	:= scripts/install-deps.sh
 KERNELS	= $(shell scripts/kernels.sh | awk '{ print $$2 }')
 
 .PHONY: all modules modules-all tools install clean style sparse check \
-	check-debug bench deps
+	check-debug crash bench deps
 
 all: modules tools
 
@@ -71,6 +72,9 @@ check: deps
 
 check-debug: deps
 	@tests/check.sh --debug-only
+
+crash: deps
+	@tests/crash/run
 
 bench: deps
 	@bench/run $(if $(QUICK),--quick)

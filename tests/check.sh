@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The `make check` driver: builds, style, sparse, tools, harness self-tests,
-# then every tests/guest/*.sh in a guest of each kernel.
+# then every tests/guest/*.sh in a guest of each kernel, then the crash
+# consistency trials (tests/crash/run, not with --quick or --debug-only).
 #
 #   tests/check.sh [--quick] [--debug-only] [--kernel K]... [--no-selftest]
 #                  [--guest 'GLOB']
-#     --quick        no sparse, no self-tests, no debug kernel
+#     --quick        no sparse, self-tests, debug kernel or crash trials
 #     --debug-only   only the debug kernel: build it, run the guest tests on it
 #     --kernel K     guest runs only on K (6.1, 6.12, debug; repeatable)
 #     --no-selftest  skip tests/selftest/
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
 	--kernel) kernels+=("$2"); shift 2;;
 	--no-selftest) selftest=; shift;;
 	--guest) guest=$2; shift 2;;
-	*) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
+	*) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
 	esac
 done
 have_debug=
@@ -106,6 +107,12 @@ for k in "${kernels[@]}"; do
 	fi
 	step "guest tests on $k" guest_run "$k"
 done
+# crash consistency (tests/crash/run): kill QEMU while loopmq flushes
+if [ -z "$quick" ] && [ -z "$debug_only" ]; then
+	ck=()
+	for k in "${kernels[@]}"; do [ "$k" = debug ] || ck+=(--kernel "$k"); done
+	[ ${#ck[@]} -gt 0 ] && step "crash consistency" tests/crash/run "${ck[@]}"
+fi
 
 echo
 echo "=== summary ($(($(date +%s) - t0))s)"
