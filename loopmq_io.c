@@ -358,10 +358,12 @@ void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
 	if (ret >= 0 && cmd->done + ret < len) {
 		/*
 		 * Short: the kthread's synchronous loop finishes it, and fills
-		 * a read that reached the end of the file with zeroes.
+		 * a read that reached the end of the file with zeroes.  Only
+		 * the kthread calling us itself may skip the wake-up: from
+		 * ->ki_complete of a kiocb it submitted, it may be asleep.
 		 */
 		cmd->done += ret;
-		loopmq_kthread_queue(lo, cmd, !cmd->from_kthread);
+		loopmq_kthread_queue(lo, cmd, async || !cmd->from_kthread);
 		return;
 	}
 	if (cmd->from_kthread)
