@@ -99,6 +99,7 @@ struct loopmq_cmd {
 	unsigned int		done;		/* bytes already transferred */
 	bool			nowait;		/* submitted with IOCB_NOWAIT */
 	bool			from_kthread;	/* executed by the kthread */
+	bool			finish_sync;	/* was short: sync loop only */
 	blk_status_t		status;		/* final status */
 };
 

@@ -360,10 +360,14 @@ void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
 	if (ret >= 0 && cmd->done + ret < len) {
 		/*
 		 * Short: the kthread's synchronous loop finishes it, and fills
-		 * a read that reached the end of the file with zeroes.
+		 * a read that reached the end of the file with zeroes.  Only
+		 * the kthread calling us itself may skip the wake-up: from
+		 * ->ki_complete of a kiocb it submitted, it may be asleep.
 		 */
 		cmd->done += ret;
-		loopmq_kthread_queue(lo, cmd, !cmd->from_kthread);
+		/* Even a short one of 0 bytes, or it would loop here. */
+		cmd->finish_sync = true;
+		loopmq_kthread_queue(lo, cmd, async || !cmd->from_kthread);
 		return;
 	}
 	if (cmd->from_kthread)
@@ -390,7 +394,7 @@ static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 	if (rq->bio)
 		kthread_associate_blkcg(bio_blkcg_css(rq->bio));
 	if ((op == REQ_OP_READ || op == REQ_OP_WRITE) && lo->b.use_dio &&
-	    !cmd->done) {
+	    !cmd->done && !cmd->finish_sync) {
 		/* Async: the kthread must not serialise direct I/O. */
 		ret = loopmq_aio_submit(lo, rq, false);
 		if (ret != -EIOCBQUEUED)
@@ -468,6 +472,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->done = 0;
 	cmd->nowait = false;
 	cmd->from_kthread = false;
+	cmd->finish_sync = false;
 	loopmq_track_inflight(lo);
 
 	/* Unbound (a request racing detach), or a write to a read-only one. */

@@ -20,7 +20,10 @@ CALLS=${FUZZ_CALLS:-$(kcmd lmq_fuzz_calls)}
 CALLS=${CALLS:-100000}
 W=/tmp/t50
 mkdir -p $W
-t_diag "seed $SEED, $CALLS calls on $LMQ_NAME (reproduce: FUZZ_SEED=$SEED FUZZ_CALLS=$CALLS)"
+# The seed goes into every failure line, and a guest that dies takes this
+# "(reproduce: ...)" note into the harness's "guest died" line.
+REPRO="tests/vm/run --kernel $(uname -r) --append 'lmq_fuzz_seed=$SEED lmq_fuzz_calls=$CALLS'"
+t_diag "seed $SEED, $CALLS calls on $LMQ_NAME (reproduce: $REPRO tests/guest/50-ioctl-fuzz.sh)"
 
 # fuzz NAME PREFIX CTL NDEV CALLS JOBS SEED
 fuzz() {
@@ -29,9 +32,9 @@ fuzz() {
 	ioctl-fuzz -p "$1" -c "$2" -d "$3" -n "$4" -j "$5" -s "$6" -t $W >$out 2>&1
 	rc=$?
 	sed 's/^/#   /' $out | grep -v '   0 ok$' | head -n 60
-	t_is "$rc" 0 "$name: ioctl-fuzz -p $1 -d $3 -n $4 -j $5 -s $6 exits 0 ($((SECONDS - t0)) s)"
+	t_is "$rc" 0 "$name: ioctl-fuzz -p $1 -d $3 -n $4 -j $5 -s $6 exits 0 ($((SECONDS - t0)) s, seed $SEED)"
 	grep -q '^ioctl-fuzz: PASS' $out && t_ok "$name: fuzzer reports PASS" ||
-		t_fail "$name: fuzzer did not report PASS"
+		t_fail "$name: fuzzer did not report PASS (seed $SEED: $REPRO)"
 }
 
 # The fuzzer against the stock driver: proves it finds nothing where the

@@ -20,7 +20,12 @@ LMQ_PREFIX=/dev/$LMQ_NAME
 LOSETUP=$(command -v losetup)
 T_N=0 T_PASS=0 T_FAIL=0
 t_ok()   { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $*"; }
-t_fail() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
+# The first failure also goes to $HARNESS_NOTE: the harness shows it.
+t_fail() {
+	T_N=$((T_N + 1)) T_FAIL=$((T_FAIL + 1))
+	echo "not ok $T_N - $*"
+	[ -z "${HARNESS_NOTE:-}" ] || [ -s "$HARNESS_NOTE" ] || echo "$*" >"$HARNESS_NOTE"
+}
 t_skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - # SKIP $*"; }
 t_diag() { echo "# $*"; }
 # t_is GOT WANT DESC: pass when GOT equals WANT.
