@@ -360,12 +360,12 @@ void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
 	if (ret >= 0 && cmd->done + ret < len) {
 		/*
 		 * Short: the kthread's synchronous loop finishes it, and fills
-		 * a read that reached the end of the file with zeroes.  Only
-		 * the kthread calling us itself may skip the wake-up: from
-		 * ->ki_complete of a kiocb it submitted, it may be asleep.
+		 * a read that reached the end of the file with zeroes; marked
+		 * so even a 0-byte one is not resubmitted as a kiocb forever.
+		 * Only the kthread calling us itself may skip the wake-up:
+		 * from ->ki_complete of a kiocb it submitted, it may be asleep.
 		 */
 		cmd->done += ret;
-		/* Even a short one of 0 bytes, or it would loop here. */
 		cmd->finish_sync = true;
 		loopmq_kthread_queue(lo, cmd, async || !cmd->from_kthread);
 		return;
