@@ -287,7 +287,9 @@ def markdown(cells, meta_txt):
                "the loopmq kthread's own) are reported beside them. Medians of the runs; "
                "spread = (max-min)/median. Ratios: IOPS over the backing itself (fio "
                "directly on the same device or file), over dm-linear on the same raw "
-               "device, over stock loop with direct I/O, over null_blk.")
+               "device, over stock loop with direct I/O, over null_blk. fio's I/O buffers "
+               "are hugetlb pages (mem=shmhuge), so the per-page cost of pinning user "
+               "memory is the same in every boot.")
     out.append("")
     cs = sorted(cells.values(), key=order)
     groups = []

@@ -12,6 +12,7 @@
 #   REPS       measured runs per cell;    CELL0   number of cells before this group
 #   NCELLS     cells in the whole bench;  SIZE_MB I/O region / image file size
 #   RAW_MB     raw device size;           KLABEL  6.1 | 6.12;  TIMING icount | realtime
+#   HUGEPAGES  2 MiB hugetlb pages the guest reserved at boot for fio's buffers
 
 OUT=/out/bench
 RUNS=$OUT/missing.jsonl	# cells that could not run, with the reason
@@ -127,6 +128,7 @@ target_jobfile() {	# dev first-cell-number
 	echo "[global]"
 	echo "filename=$1"
 	echo "group_reporting"
+	echo "mem=shmhuge"	# I/O buffers in hugetlb pages: see bench/run
 	for w in $WORKLOADS; do
 		i=$((i + 1))
 		args=$(wl_args "$w") || continue
@@ -383,7 +385,13 @@ main() {
 	local ok=1
 	write_snap_helper
 	log "group $GROUP on $(uname -r), targets: $TARGETS; workloads: $WORKLOADS"
-	case $GROUP in
+	local free
+	free=$(awk '$1 == "HugePages_Free:" { print $2 }' /proc/meminfo)
+	if [ "${free:-0}" -lt "$HUGEPAGES" ]; then
+		log "only ${free:-0} of $HUGEPAGES hugetlb pages free (hugepages= on the kernel command line)"
+		ok=0
+	fi
+	[ $ok = 1 ] && case $GROUP in
 	null_blk)
 		BACKING=null_blk
 		setup_nullb_module && BACKDEV=$(nullb_new floor 0 0 0 "$SIZE_MB") &&
