@@ -44,47 +44,7 @@
 #include <sys/syscall.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
-
-static const struct {
-	int err;
-	const char *name;
-} errnames[] = {
-	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EIO, "EIO" },
-	{ ENXIO, "ENXIO" }, { EBADF, "EBADF" }, { EAGAIN, "EAGAIN" },
-	{ ENOMEM, "ENOMEM" }, { EACCES, "EACCES" }, { EFAULT, "EFAULT" },
-	{ EBUSY, "EBUSY" }, { EEXIST, "EEXIST" }, { ENODEV, "ENODEV" },
-	{ EINVAL, "EINVAL" }, { ENOTTY, "ENOTTY" }, { ENOSPC, "ENOSPC" },
-	{ EROFS, "EROFS" }, { ENOSYS, "ENOSYS" }, { EOVERFLOW, "EOVERFLOW" },
-	{ EOPNOTSUPP, "EOPNOTSUPP" }, { EINTR, "EINTR" }, { ENOTBLK, "ENOTBLK" },
-};
-#define NERRN ((int)(sizeof(errnames) / sizeof(errnames[0])))
-
-static const char *errname(int e)
-{
-	static char b[16];
-	int i;
-
-	if (e == EWOULDBLOCK)
-		return "EAGAIN";
-	for (i = 0; i < NERRN; i++)
-		if (errnames[i].err == e)
-			return errnames[i].name;
-	snprintf(b, sizeof(b), "E%d", e);
-	return b;
-}
-
-static int errnum(const char *s)
-{
-	int i;
-
-	if (!strcmp(s, "EWOULDBLOCK"))
-		return EWOULDBLOCK;
-	for (i = 0; i < NERRN; i++)
-		if (!strcmp(errnames[i].name, s))
-			return errnames[i].err;
-	fprintf(stderr, "lmq-hammer: unknown errno name %s\n", s);
-	exit(2);
-}
+#include "errnames.h"
 
 #define MAXE 4096
 static unsigned long counts[MAXE];
@@ -99,8 +59,15 @@ static void set_allowed(const char *list)
 
 	memset(allowed, 0, sizeof(allowed));
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (*tok)
-			allowed[errnum(tok)] = 1;
+		if (*tok) {
+			int e = errnum(tok);
+
+			if (e < 0 || e >= MAXE) {
+				fprintf(stderr, "lmq-hammer: unknown errno name %s\n", tok);
+				exit(2);
+			}
+			allowed[e] = 1;
+		}
 	free(dup);
 }
 

@@ -44,36 +44,10 @@
 #include <sys/stat.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include "errnames.h"
 #include "../../include/uapi/loopmq.h"
 
-static const struct {
-	int err;
-	const char *name;
-} errnames[] = {
-	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EIO, "EIO" },
-	{ ENXIO, "ENXIO" }, { EBADF, "EBADF" }, { EAGAIN, "EAGAIN" },
-	{ ENOMEM, "ENOMEM" }, { EACCES, "EACCES" }, { EFAULT, "EFAULT" },
-	{ EBUSY, "EBUSY" }, { EEXIST, "EEXIST" }, { ENODEV, "ENODEV" },
-	{ ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" }, { EINVAL, "EINVAL" },
-	{ ENOTTY, "ENOTTY" }, { EFBIG, "EFBIG" }, { ENOSPC, "ENOSPC" },
-	{ EROFS, "EROFS" }, { ERANGE, "ERANGE" }, { ENOSYS, "ENOSYS" },
-	{ EOVERFLOW, "EOVERFLOW" }, { EOPNOTSUPP, "EOPNOTSUPP" },
-	{ ENOTBLK, "ENOTBLK" }, { EINTR, "EINTR" }, { ETXTBSY, "ETXTBSY" },
-};
-
 static const char *const mode_names[] = { "direct", "kthread", "aio", "auto" };
-
-static const char *errname(int e)
-{
-	static char buf[32];
-	size_t i;
-
-	for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
-		if (errnames[i].err == e)
-			return errnames[i].name;
-	snprintf(buf, sizeof(buf), "E%d", e);
-	return buf;
-}
 
 static int result(int rc)
 {
