@@ -41,6 +41,8 @@
  *   the submitter is inside a filesystem transaction, which must not leak
  *   into the backing filesystem (the 2025 jbd2 BUG).
  * - reclaim: PF_MEMALLOC or kswapd.
+ * - lockdep: on lockdep kernels only, the submitter holds a mutex or rwsem
+ *   (see loopmq_holds_sleeping_lock()).
  * - stack: less than stack_reserve bytes of stack left.
  * - op: FLUSH, DISCARD and WRITE_ZEROES go to the kthread except in direct
  *   mode: fsync and fallocate block for long and have no NOWAIT form.
@@ -165,6 +167,36 @@ static unsigned long loopmq_stack_left(void)
 	return sp - base;
 }
 
+/*
+ * Lockdep kernels only: does the submitter hold a mutex or an rwsem?  File
+ * systems hold theirs across the I/O they submit (ext4 reads a block bitmap
+ * under i_data_sem), and running the backing file system inline then takes
+ * its locks of the same lockdep class: classes are per file system type,
+ * not per superblock, so lockdep reports an upper and a lower ext4's
+ * i_data_sem as recursive locking.  The order itself is not new (with the
+ * kthread the upper lock is held while waiting for the lower file system,
+ * where lockdep cannot see it) and cannot invert (the lower file system
+ * never waits for the upper one: NOIO scope, no backing cycles).  Sending
+ * these requests to the kthread keeps lockdep checking everything else.
+ */
+#ifdef CONFIG_LOCKDEP
+static bool loopmq_holds_sleeping_lock(void)
+{
+	int i;
+
+	for (i = 0; i < current->lockdep_depth; i++)
+		if (current->held_locks[i].instance->wait_type_inner ==
+		    LD_WAIT_SLEEP)
+			return true;
+	return false;
+}
+#else
+static inline bool loopmq_holds_sleeping_lock(void)
+{
+	return false;
+}
+#endif
+
 /* Returns the fallback reason that forbids running inline, or -1. */
 static int loopmq_inline_guard(void)
 {
@@ -176,6 +208,8 @@ static int loopmq_inline_guard(void)
 		return LOOPMQ_FB_JOURNAL;
 	if (flags & (PF_MEMALLOC | PF_KSWAPD))
 		return LOOPMQ_FB_RECLAIM;
+	if (loopmq_holds_sleeping_lock())
+		return LOOPMQ_FB_LOCKDEP;
 	if (loopmq_stack_left() < READ_ONCE(loopmq_stack_reserve))
 		return LOOPMQ_FB_STACK;
 	return -1;

@@ -434,6 +434,7 @@ static const char * const loopmq_fb_names[LOOPMQ_FB_NR] = {
 	[LOOPMQ_FB_EAGAIN]	= "fb_eagain",
 	[LOOPMQ_FB_ADAPTIVE]	= "fb_adaptive",
 	[LOOPMQ_FB_NONOWAIT]	= "fb_nonowait",
+	[LOOPMQ_FB_LOCKDEP]	= "fb_lockdep",
 };
 
 static void loopmq_sum_stats(struct loopmq_device *lo, struct loopmq_stats *s)

@@ -37,6 +37,7 @@ const char *const lmq_fallback_names[LOOPMQ_FB_NR] = {
 	[LOOPMQ_FB_EAGAIN]	= "eagain",
 	[LOOPMQ_FB_ADAPTIVE]	= "adaptive",
 	[LOOPMQ_FB_NONOWAIT]	= "nonowait",
+	[LOOPMQ_FB_LOCKDEP]	= "lockdep",
 };
 
 static const char *const mode_names[LOOPMQ_MODE_NR] = {

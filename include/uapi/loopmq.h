@@ -48,6 +48,7 @@ enum loopmq_fallback {
 	LOOPMQ_FB_EAGAIN	= 5,	/* IOCB_NOWAIT answered "would block" */
 	LOOPMQ_FB_ADAPTIVE	= 6,	/* recent NOWAIT writes kept blocking */
 	LOOPMQ_FB_NONOWAIT	= 7,	/* backing file cannot do IOCB_NOWAIT */
+	LOOPMQ_FB_LOCKDEP	= 8,	/* lockdep kernel: submitter holds a lock */
 	LOOPMQ_FB_NR,
 };
 

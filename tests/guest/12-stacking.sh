@@ -9,8 +9,9 @@
 # mode would have gone inline: with direct I/O backing, a request that
 # level K ran from queue_rq (inline, aio_inline or aio_async) submits its
 # backing I/O to level K-1 from inside level K's dispatch, so level K-1 must
-# show fallbacks (fb_nested, fb_journal, fb_stack or fb_reclaim).  In kthread
-# mode nothing runs from queue_rq and no fallback is counted.  In the other
+# show fallbacks (fb_nested, fb_journal, fb_stack, fb_reclaim or, on lockdep
+# kernels, fb_lockdep).  In kthread mode nothing runs from queue_rq and no
+# fallback is counted.  In the other
 # modes at least one level must run something from queue_rq: the direct
 # reads of the top device give every mode a chance to.
 . /tests/lib/driver.sh
@@ -32,7 +33,10 @@ for i in 0 1 2; do t_is "$(cat $(lmq_sys $i)/loop/dio)" 1 "level $i: dio on"; do
 
 st() { lmq_stat $1 $2; }
 ran_from_queue_rq() { echo $(($(st $1 inline) + $(st $1 aio_inline) + $(st $1 aio_async))); }
-guards() { echo $(($(st $1 fb_nested) + $(st $1 fb_journal) + $(st $1 fb_stack) + $(st $1 fb_reclaim))); }
+guards() {
+	echo $(($(st $1 fb_nested) + $(st $1 fb_journal) + $(st $1 fb_stack) + $(st $1 fb_reclaim) +
+		$(st $1 fb_lockdep)))
+}
 fbs() { awk '$1 ~ /^fb_/ { s += $2 } END { print s + 0 }' $(lmq_sys $1)/loopmq/stats; }
 
 for mode in $LMQ_MODES; do

@@ -29,7 +29,7 @@ static const char *const fb_names[] = {
 	[LOOPMQ_FB_RECLAIM] = "fb_reclaim", [LOOPMQ_FB_NESTED] = "fb_nested",
 	[LOOPMQ_FB_OP] = "fb_op", [LOOPMQ_FB_EAGAIN] = "fb_eagain",
 	[LOOPMQ_FB_ADAPTIVE] = "fb_adaptive",
-	[LOOPMQ_FB_NONOWAIT] = "fb_nonowait",
+	[LOOPMQ_FB_NONOWAIT] = "fb_nonowait", [LOOPMQ_FB_LOCKDEP] = "fb_lockdep",
 };
 
 _Static_assert(sizeof(fb_names) / sizeof(fb_names[0]) == LOOPMQ_FB_NR,
