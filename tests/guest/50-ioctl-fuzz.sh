@@ -8,7 +8,7 @@
 # write, read back the same data, detach, and the module must unload.
 # FUZZ_SEED / FUZZ_CALLS (environment or lmq_fuzz_seed= / lmq_fuzz_calls= on
 # the kernel command line) reproduce or resize a run.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 command -v ioctl-fuzz >/dev/null || { echo "1..0 # SKIP ioctl-fuzz not installed"; exit 77; }
 kcmd() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" /proc/cmdline; }

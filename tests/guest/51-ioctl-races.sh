@@ -11,7 +11,7 @@
 # Then LOOP_CHANGE_FD between two identical files of a read-only device
 # while a reader checks every read, and attach/detach of one device from
 # three processes.  At the end every device detaches and the module unloads.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 command -v lmq-hammer >/dev/null || { echo "1..0 # SKIP lmq-hammer not installed"; exit 77; }
 [ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }

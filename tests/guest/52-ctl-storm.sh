@@ -7,7 +7,7 @@
 # hang, rmmod must always be refused; afterwards every extra device can be
 # removed, every device is unbound and the module unloads.
 # timeout: 400
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 command -v lmq-hammer >/dev/null || { echo "1..0 # SKIP lmq-hammer not installed"; exit 77; }
 W=/tmp/t52

@@ -13,7 +13,7 @@
 # this checks for: a short completion of a kiocb the kthread had submitted
 # was queued back to the kthread without waking it; and one of 0 bytes
 # made the kthread submit the same kiocb again, forever.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 W=/tmp/t53 MB=1048576
 mkdir -p $W

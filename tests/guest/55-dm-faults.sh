@@ -10,7 +10,7 @@
 #     nothing hangs (each I/O has a time limit).
 #  3. Back to a healthy table: the device works again, detaches, unloads.
 # ext4 without a journal, so write errors do not abort the filesystem.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 [ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
 modprobe dm-mod 2>/dev/null; modprobe dm-flakey 2>/dev/null

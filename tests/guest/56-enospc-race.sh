@@ -6,7 +6,7 @@
 # freed, writes work again and read back.  (22-enospc covers the single-
 # writer and buffered cases.)
 # timeout: 400
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 [ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
 M=/mnt/t56 W=/tmp/t56

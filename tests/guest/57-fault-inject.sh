@@ -9,7 +9,7 @@
 # itself under I/O.  Every operation may fail, but cleanly: afterwards (with
 # injection off) the state is consistent, the device works, data written
 # reads back, every device detaches and the module unloads.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 FS=/sys/kernel/debug/failslab FM=/sys/kernel/debug/fail_make_request
 [ -d $FS ] && [ -d $FM ] || { echo "1..0 # SKIP no failslab/fail_make_request (not the debug kernel)"; exit 77; }

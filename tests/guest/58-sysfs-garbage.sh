@@ -7,7 +7,7 @@
 # bad mode words were refused (EINVAL) without changing the mode, fio
 # verified, both devices still work and the module unloads.
 # timeout: 300
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 lmq_is_mq || { echo "1..0 # SKIP loopmq-only attributes"; exit 77; }
 W=/tmp/t58

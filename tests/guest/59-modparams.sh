@@ -4,7 +4,7 @@
 # leaves nothing loaded; boundary values load, show in
 # /sys/module/loopmq/parameters, give working devices, and unload.
 # timeout: 300
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 lmq_is_mq || { echo "1..0 # SKIP loopmq-only parameters"; exit 77; }
 W=/tmp/t59

@@ -6,7 +6,7 @@
 # per operation for the first and the last 100 devices of each phase and the
 # memory (MemAvailable, Slab) per device.  SCALE_N overrides 1000.
 # timeout: 900
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 command -v lmq-scale >/dev/null || { echo "1..0 # SKIP lmq-scale not installed"; exit 77; }
 N=${SCALE_N:-1000}

@@ -9,7 +9,7 @@
 # reports from elsewhere are listed as diagnostics; note that the harness
 # fails any test whose dmesg shows "suspected memory leak", which a scan
 # that finds anything prints, so in practice the scan must find nothing.
-. /tests/lib/robust.sh
+. /tests/lib/driver.sh
 
 KL=/sys/kernel/debug/kmemleak
 [ -e $KL ] || { echo "1..0 # SKIP no kmemleak (not the debug kernel)"; exit 77; }

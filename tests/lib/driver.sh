@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-# The common start of the driver tests (tests/guest/1x-2x): the driver under
-# test, TAP names over tap.sh, and device helpers.  Source it first:
-#   . /tests/lib/driver.sh
+# The common start of the driver and robustness tests (tests/guest/1x-6x):
+# the driver under test, TAP names over tap.sh, and device helpers.
+# Source it first:  . /tests/lib/driver.sh
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The driver under test: loopmq, or the stock loop driver to validate the
