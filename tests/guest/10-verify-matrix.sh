@@ -11,7 +11,7 @@
 # device must report the requested block size and dio state.
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t10
 mkdir -p $M
 modprobe brd rd_nr=1 rd_size=32768 || { t_fail "modprobe brd"; t_done; }

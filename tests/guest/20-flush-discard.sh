@@ -11,7 +11,7 @@
 #    the file, and the data around it is untouched.
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t20
 mkdir -p $M
 mkfs.ext4 -q -F -b 4096 /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on vda"; t_done; }

@@ -11,7 +11,7 @@
 # stock driver gives ENOSPC there too).
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t22
 mkdir -p $M/tmpfs $M/ext4
 mount -t tmpfs -o size=8M tmpfs $M/tmpfs || { t_fail "tmpfs"; t_done; }

@@ -10,7 +10,7 @@
 . /tests/lib/driver.sh
 
 [ -n "$LOSETUP" ] && ! readlink -f "$LOSETUP" | grep -q busybox ||
-	{ echo "1..0 # SKIP util-linux losetup not found"; exit 77; }
+	skip_all "util-linux losetup not found"
 t_diag "losetup: $LOSETUP ($($LOSETUP --version))"
 [ -b /dev/vda ] && mkfs.ext4 -q -F /dev/vda && mkdir -p /mnt/t27 && mount /dev/vda /mnt/t27 ||
 	{ t_fail "ext4 on vda"; t_done; }

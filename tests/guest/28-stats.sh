@@ -12,7 +12,7 @@
 # driver only the counting method (stat deltas vs dd/fio counts) is checked.
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 mkfs.ext4 -q -F /dev/vda && mkdir -p /mnt/t28 && mount /dev/vda /mnt/t28 || { t_fail "ext4"; t_done; }
 F=/mnt/t28/img
 dd if=/dev/urandom of=$F bs=1M count=16 conv=fsync status=none  # allocated: NOWAIT need not block

@@ -10,7 +10,7 @@
 # the kernel command line) reproduce or resize a run.
 . /tests/lib/driver.sh
 
-command -v ioctl-fuzz >/dev/null || { echo "1..0 # SKIP ioctl-fuzz not installed"; exit 77; }
+command -v ioctl-fuzz >/dev/null || skip_all "ioctl-fuzz not installed"
 kcmd() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" /proc/cmdline; }
 SEED=${FUZZ_SEED:-$(kcmd lmq_fuzz_seed)}
 SEED=${SEED:-$(( $(date +%s) % 100000 ))}

@@ -13,8 +13,8 @@
 # three processes.  At the end every device detaches and the module unloads.
 . /tests/lib/driver.sh
 
-command -v lmq-hammer >/dev/null || { echo "1..0 # SKIP lmq-hammer not installed"; exit 77; }
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t51 W=/tmp/t51
 RT=${RACE_SECONDS:-8}		# fio runtime per mode
 mkdir -p $M $W

@@ -9,7 +9,7 @@
 # timeout: 400
 . /tests/lib/driver.sh
 
-command -v lmq-hammer >/dev/null || { echo "1..0 # SKIP lmq-hammer not installed"; exit 77; }
+command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
 W=/tmp/t52
 T=${STORM_SECONDS:-20}
 mkdir -p $W

@@ -12,10 +12,10 @@
 # ext4 without a journal, so write errors do not abort the filesystem.
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 modprobe dm-mod 2>/dev/null; modprobe dm-flakey 2>/dev/null
 command -v dmsetup >/dev/null && [ -c /dev/mapper/control ] ||
-	{ echo "1..0 # SKIP no device-mapper"; exit 77; }
+	skip_all "no device-mapper"
 W=/tmp/t55 M=/mnt/t55 DM=t55
 mkdir -p $W $M
 SECT=1048576			# 512 MiB of /dev/vda

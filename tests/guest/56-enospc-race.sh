@@ -8,7 +8,7 @@
 # timeout: 400
 . /tests/lib/driver.sh
 
-[ -b /dev/vda ] || { echo "1..0 # SKIP no /dev/vda"; exit 77; }
+[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t56 W=/tmp/t56
 mkdir -p $M $W
 mkfs.ext4 -q -F -b 4096 -O ^has_journal /dev/vda 6144 >/dev/null && mount /dev/vda $M ||

@@ -12,7 +12,7 @@
 . /tests/lib/driver.sh
 
 FS=/sys/kernel/debug/failslab FM=/sys/kernel/debug/fail_make_request
-[ -d $FS ] && [ -d $FM ] || { echo "1..0 # SKIP no failslab/fail_make_request (not the debug kernel)"; exit 77; }
+[ -d $FS ] && [ -d $FM ] || skip_all "no failslab/fail_make_request (not the debug kernel)"
 W=/tmp/t57
 mkdir -p $W
 truncate -s 16M $W/img
@@ -20,7 +20,7 @@ head -c 1M /dev/urandom >$W/d
 sha() { sha256sum | cut -d' ' -f1; }
 WANT=$(sha <$W/d)
 
-command -v lmq-failslab >/dev/null || { echo "1..0 # SKIP lmq-failslab not installed"; exit 77; }
+command -v lmq-failslab >/dev/null || skip_all "lmq-failslab not installed"
 # lmq-failslab sets /proc/self/make-it-fail around the system calls of one
 # operation only (module load, ioctl, I/O), so failures hit the kernel paths
 # under test rather than exec and libc.

@@ -9,7 +9,7 @@
 # timeout: 300
 . /tests/lib/driver.sh
 
-lmq_is_mq || { echo "1..0 # SKIP loopmq-only attributes"; exit 77; }
+lmq_is_mq || skip_all "loopmq-only attributes"
 W=/tmp/t58
 mkdir -p $W
 lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }

@@ -6,7 +6,7 @@
 # timeout: 300
 . /tests/lib/driver.sh
 
-lmq_is_mq || { echo "1..0 # SKIP loopmq-only parameters"; exit 77; }
+lmq_is_mq || skip_all "loopmq-only parameters"
 W=/tmp/t59
 mkdir -p $W
 truncate -s 8M $W/img

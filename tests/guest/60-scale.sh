@@ -8,7 +8,7 @@
 # timeout: 900
 . /tests/lib/driver.sh
 
-command -v lmq-scale >/dev/null || { echo "1..0 # SKIP lmq-scale not installed"; exit 77; }
+command -v lmq-scale >/dev/null || skip_all "lmq-scale not installed"
 N=${SCALE_N:-1000}
 W=/tmp/t60
 mkdir -p $W

@@ -12,7 +12,7 @@
 . /tests/lib/driver.sh
 
 KL=/sys/kernel/debug/kmemleak
-[ -e $KL ] || { echo "1..0 # SKIP no kmemleak (not the debug kernel)"; exit 77; }
+[ -e $KL ] || skip_all "no kmemleak (not the debug kernel)"
 W=/tmp/t69
 mkdir -p $W
 for i in 0 1 2 3; do truncate -s 16M $W/img$i; done
