@@ -710,16 +710,19 @@ out_putf:
 }
 
 /*
- * Undo loopmq_configure().  The caller moved the device to RUNDOWN.
- * @release: called from ->release() with the disk's open_mutex held.
+ * Undo loopmq_configure(), from the last ->release().  The caller moved the
+ * device to RUNDOWN, in which it cannot be opened, and holds the disk's
+ * open_mutex, which every open holds from ->open until it is counted in
+ * disk_openers(): nobody can open the disk or a partition meanwhile, so
+ * dropping the partitions cannot fail with EBUSY.
  */
-static void loopmq_unbind(struct loopmq_device *lo, bool release)
+static void loopmq_unbind(struct loopmq_device *lo)
 {
 	struct request_queue *q = lo->disk->queue;
 	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
 	struct file *file;
-	bool partscan;
 
+	lockdep_assert_held(&lo->disk->open_mutex);
 	mutex_lock(&loopmq_bind_mutex);
 	/* Every request has completed once the queue is frozen. */
 	blk_mq_freeze_queue(q);
@@ -738,42 +741,37 @@ static void loopmq_unbind(struct loopmq_device *lo, bool release)
 	invalidate_disk(lo->disk);
 	blk_mq_unfreeze_queue(q);
 
+	/* The device stays in RUNDOWN: nobody binds it meanwhile. */
+	mutex_unlock(&loopmq_bind_mutex);
+
 	if (lo->sysfs_loop)
 		sysfs_remove_group(&disk_to_dev(lo->disk)->kobj,
 				   &loopmq_loop_group);
 	lo->sysfs_loop = false;
-	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
-	loopmq_media_changed(lo->disk);
-	/*
-	 * ->release() holds open_mutex and then takes loopmq_bind_mutex, so
-	 * the bind mutex must be dropped before open_mutex is taken below.
-	 * The device stays in RUNDOWN: nobody binds it meanwhile.
-	 */
-	mutex_unlock(&loopmq_bind_mutex);
-
-	partscan = lo->lo_flags & LO_FLAGS_PARTSCAN;
-	if (partscan) {
-		int ret;
-
+	if (lo->lo_flags & LO_FLAGS_PARTSCAN) {
 		/* The capacity is 0 now: this drops every partition. */
-		if (!release)
-			mutex_lock(&lo->disk->open_mutex);
-		ret = bdev_disk_changed(lo->disk, false);
-		if (!release)
-			mutex_unlock(&lo->disk->open_mutex);
+		int ret = bdev_disk_changed(lo->disk, false);
+
 		if (ret)
 			pr_warn("%s: partition rescan failed: %d\n",
 				lo->disk->disk_name, ret);
 	}
 	if (!loopmq_part_shift)
 		set_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
+	/* Partitions are gone before user space hears of the change. */
+	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
+	loopmq_media_changed(lo->disk);
 
 	mutex_lock(&lo->mutex);
 	lo->lo_flags = 0;
 	lo->state = LOOPMQ_UNBOUND;
 	mutex_unlock(&lo->mutex);
 
-	/* fput() may take other open_mutexes: not under our locks. */
+	/*
+	 * fput() of a block device takes its open_mutex, but not here: from a
+	 * task it is deferred to the return to user space, from a kthread to
+	 * a work item.
+	 */
 	fput(file);
 	module_put(THIS_MODULE);
 }
@@ -786,17 +784,17 @@ static int loopmq_clr_fd(struct loopmq_device *lo)
 		return -ENXIO;
 	}
 	/*
-	 * Held open by someone else (udev's blkid, a mount): detach when the
-	 * last opener closes, as the stock driver does.
+	 * Detach on the last close, as the stock driver does (since 6.11):
+	 * only ->release() can unbind without racing an open, see
+	 * loopmq_unbind().  When the caller is the only opener, that is its
+	 * own close, and nobody may open the device from now on.  Held open
+	 * by someone else too (udev's blkid, a mount), the device keeps
+	 * working until they close it.
 	 */
-	if (disk_openers(lo->disk) > 1) {
-		lo->lo_flags |= LO_FLAGS_AUTOCLEAR;
-		mutex_unlock(&lo->mutex);
-		return 0;
-	}
-	lo->state = LOOPMQ_RUNDOWN;
+	lo->lo_flags |= LO_FLAGS_AUTOCLEAR;
+	if (disk_openers(lo->disk) == 1)
+		lo->state = LOOPMQ_RUNDOWN;
 	mutex_unlock(&lo->mutex);
-	loopmq_unbind(lo, false);
 	return 0;
 }
 
@@ -1227,12 +1225,14 @@ static int loopmq_open_disk(struct gendisk *disk)
 	err = mutex_lock_killable(&lo->mutex);
 	if (err)
 		return err;
-	if (lo->state == LOOPMQ_DELETING)
+	/* Being detached or removed: see loopmq_unbind(). */
+	if (lo->state == LOOPMQ_DELETING || lo->state == LOOPMQ_RUNDOWN)
 		err = -ENXIO;
 	mutex_unlock(&lo->mutex);
 	return err;
 }
 
+/* Called with the disk's open_mutex held, after the opener was uncounted. */
 static void loopmq_release_disk(struct gendisk *disk)
 {
 	struct loopmq_device *lo = disk->private_data;
@@ -1240,13 +1240,29 @@ static void loopmq_release_disk(struct gendisk *disk)
 	if (disk_openers(disk) > 0)
 		return;
 	mutex_lock(&lo->mutex);
-	if (lo->state == LOOPMQ_BOUND && (lo->lo_flags & LO_FLAGS_AUTOCLEAR)) {
+	if (lo->state == LOOPMQ_BOUND && (lo->lo_flags & LO_FLAGS_AUTOCLEAR))
 		lo->state = LOOPMQ_RUNDOWN;
+	if (lo->state != LOOPMQ_RUNDOWN) {
 		mutex_unlock(&lo->mutex);
-		loopmq_unbind(lo, true);
 		return;
 	}
 	mutex_unlock(&lo->mutex);
+	loopmq_unbind(lo);
+}
+
+/*
+ * The last reference to the disk is gone.  Only now may the device be
+ * freed: an open that raced LOOP_CTL_REMOVE (->open had returned, the
+ * opener was not counted yet) still calls ->ioctl and ->release after
+ * del_gendisk().
+ */
+static void loopmq_free_disk(struct gendisk *disk)
+{
+	struct loopmq_device *lo = disk->private_data;
+
+	free_percpu(lo->stats);
+	mutex_destroy(&lo->mutex);
+	kfree(lo);
 }
 
 #ifdef LOOPMQ_HAVE_BLK_MODE
@@ -1275,6 +1291,7 @@ static const struct block_device_operations loopmq_fops = {
 	.owner		= THIS_MODULE,
 	.open		= loopmq_open,
 	.release	= loopmq_release,
+	.free_disk	= loopmq_free_disk,
 	.ioctl		= loopmq_ioctl,
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= loopmq_compat_ioctl,
@@ -1388,17 +1405,15 @@ out_free_dev:
 	return err;
 }
 
+/* The device itself is freed by loopmq_free_disk(), maybe later. */
 static void loopmq_remove(struct loopmq_device *lo)
 {
 	del_gendisk(lo->disk);
-	put_disk(lo->disk);
 	blk_mq_free_tag_set(&lo->tag_set);
 	mutex_lock(&loopmq_ctl_mutex);
 	idr_remove(&loopmq_idr, lo->index);
 	mutex_unlock(&loopmq_ctl_mutex);
-	free_percpu(lo->stats);
-	mutex_destroy(&lo->mutex);
-	kfree(lo);
+	put_disk(lo->disk);
 }
 
 static int loopmq_control_remove(int index)
