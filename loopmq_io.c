@@ -350,18 +350,39 @@ static int loopmq_exec_sync(struct loopmq_device *lo, struct request *rq)
 	return loopmq_exec_other(lo, rq);
 }
 
+/*
+ * Waking the kthread after queueing a command races with its end: the
+ * kthread may finish that command, the last one, before the waker reaches
+ * wake_up_process(); the unbind freeze then completes and the kthread is
+ * stopped.  Every "queue, then wake" is therefore one RCU read-side
+ * section, and loopmq_thread_stop() waits for a grace period before it
+ * stops the thread.  Called under rcu_read_lock().
+ */
 static void loopmq_kthread_wake(struct loopmq_device *lo)
 {
-	if (wake_up_process(lo->thread))
+	struct task_struct *t = READ_ONCE(lo->thread);
+
+	if (t && wake_up_process(t))
 		this_cpu_inc(lo->stats->kthread_wakeups);
 }
 
 void loopmq_kthread_queue(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 			  bool wake)
 {
+	rcu_read_lock();
 	llist_add(&cmd->node, &lo->kq);
 	if (wake)
 		loopmq_kthread_wake(lo);
+	rcu_read_unlock();
+}
+
+/* Wake the kthread if anything is queued for it. */
+static void loopmq_kthread_kick(struct loopmq_device *lo)
+{
+	rcu_read_lock();
+	if (!llist_empty(&lo->kq))
+		loopmq_kthread_wake(lo);
+	rcu_read_unlock();
 }
 
 /*
@@ -483,12 +504,19 @@ int loopmq_thread_start(struct loopmq_device *lo)
 	return 0;
 }
 
-/* The queue is frozen: nothing is on the list or can be added to it. */
+/*
+ * The queue is frozen: nothing is on the list or can be added to it.  A
+ * waker of the last command may still hold lo->thread: see
+ * loopmq_kthread_wake().
+ */
 void loopmq_thread_stop(struct loopmq_device *lo)
 {
+	struct task_struct *t = lo->thread;
+
 	WARN_ON_ONCE(!llist_empty(&lo->kq));
-	kthread_stop(lo->thread);
-	lo->thread = NULL;
+	WRITE_ONCE(lo->thread, NULL);
+	synchronize_rcu();
+	kthread_stop(t);
 }
 
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
@@ -547,17 +575,14 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 out:
 	/* One wake-up per batch, for whatever this batch queued. */
-	if (bd->last && !llist_empty(&lo->kq))
-		loopmq_kthread_wake(lo);
+	if (bd->last)
+		loopmq_kthread_kick(lo);
 	return BLK_STS_OK;
 }
 
 void loopmq_commit_rqs(struct blk_mq_hw_ctx *hctx)
 {
-	struct loopmq_device *lo = hctx->queue->queuedata;
-
-	if (!llist_empty(&lo->kq))
-		loopmq_kthread_wake(lo);
+	loopmq_kthread_kick(hctx->queue->queuedata);
 }
 
 void loopmq_complete_rq(struct request *rq)
