@@ -101,6 +101,8 @@ struct loopmq_cmd {
 	bool			from_kthread;	/* executed by the kthread */
 	bool			finish_sync;	/* was short: sync loop only */
 	blk_status_t		status;		/* final status */
+	atomic_t		ref;		/* kiocb in flight: see aio.c */
+	long			res;		/* ->ki_complete's result */
 };
 
 static inline void loopmq_count_path(struct loopmq_device *lo, int path)

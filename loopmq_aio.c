@@ -62,6 +62,15 @@ static void loopmq_iter_init(struct loopmq_cmd *cmd, struct request *rq,
 		iov_iter_advance(iter, cmd->done);
 }
 
+/*
+ * A kiocb in flight holds two references on its command: the submitter's,
+ * dropped when ->read_iter or ->write_iter has returned -EIOCBQUEUED, and
+ * the completion's.  File systems may still touch the kiocb after queueing
+ * it (6.1's ext4_dio_read_iter calls file_accessed(iocb->ki_filp) after
+ * iomap_dio_rw() returned), so the request must not complete, and its tag
+ * and the backing file must not be reused or dropped, before both are
+ * gone.  Whoever drops the last one finishes the request.
+ */
 static void loopmq_aio_complete(struct kiocb *iocb, long ret)
 {
 	struct loopmq_cmd *cmd = container_of(iocb, struct loopmq_cmd, iocb);
@@ -70,7 +79,29 @@ static void loopmq_aio_complete(struct kiocb *iocb, long ret)
 
 	if (iocb->ki_flags & IOCB_WRITE && lo->b.is_reg)
 		kiocb_end_write(iocb);
-	loopmq_finish_rw(lo, rq, ret, true);
+	cmd->res = ret;
+	if (atomic_dec_and_test(&cmd->ref))
+		loopmq_finish_rw(lo, rq, ret, true);
+}
+
+/*
+ * Freeze protection for a write through a kiocb.  A NOWAIT write must not
+ * wait for a frozen backing file system: "would block", and the kthread
+ * waits instead.  Async kiocbs end it in another task, so lockdep is told
+ * that this one no longer holds it, as kiocb_start_write() does.
+ */
+static bool loopmq_kiocb_start_write(struct kiocb *iocb)
+{
+	struct super_block *sb = file_inode(iocb->ki_filp)->i_sb;
+
+	if (!(iocb->ki_flags & IOCB_NOWAIT)) {
+		kiocb_start_write(iocb);
+		return true;
+	}
+	if (!sb_start_write_trylock(sb))
+		return false;
+	__sb_writers_release(sb, SB_FREEZE_WRITE);
+	return true;
 }
 
 static void loopmq_kiocb_init(struct loopmq_device *lo, struct loopmq_cmd *cmd,
@@ -119,7 +150,8 @@ static ssize_t loopmq_call(struct loopmq_device *lo, struct kiocb *iocb,
  *
  * Return: -EIOCBQUEUED when ->ki_complete will finish the request (which
  * may already have happened: the caller must not touch @rq then), or the
- * result of the call, for the caller to pass to loopmq_finish_rw().
+ * result of the call, for the caller to pass to loopmq_finish_rw(): also
+ * when the completion ran before the call returned.
  */
 int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,
 		      bool nowait)
@@ -132,11 +164,17 @@ int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,
 		return nowait ? -EAGAIN : -ENOMEM;
 	loopmq_iter_init(cmd, rq, &iter);
 	loopmq_kiocb_init(lo, cmd, rq, nowait, true);
-	if (cmd->iocb.ki_flags & IOCB_WRITE && lo->b.is_reg)
-		kiocb_start_write(&cmd->iocb);
+	if (cmd->iocb.ki_flags & IOCB_WRITE && lo->b.is_reg &&
+	    !loopmq_kiocb_start_write(&cmd->iocb))
+		return -EAGAIN;
+	atomic_set(&cmd->ref, 2);
 	ret = loopmq_call(lo, &cmd->iocb, &iter);
-	if (ret == -EIOCBQUEUED)
-		return ret;
+	if (ret == -EIOCBQUEUED) {
+		if (!atomic_dec_and_test(&cmd->ref))
+			return ret;
+		/* Completed already; the completion left the end to us. */
+		return cmd->res;
+	}
 	if (cmd->iocb.ki_flags & IOCB_WRITE && lo->b.is_reg)
 		kiocb_end_write(&cmd->iocb);
 	return ret;
