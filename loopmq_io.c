@@ -210,9 +210,44 @@ static int loopmq_inline_guard(void)
 		return LOOPMQ_FB_RECLAIM;
 	if (loopmq_holds_sleeping_lock())
 		return LOOPMQ_FB_LOCKDEP;
+	/*
+	 * Buffered reads and writes end early, and NFS or FUSE waits fail,
+	 * when the caller has a signal pending: that is the submitter's
+	 * business, never the request's.
+	 */
+	if (signal_pending(current))
+		return LOOPMQ_FB_SIGNAL;
 	if (loopmq_stack_left() < READ_ONCE(loopmq_stack_reserve))
 		return LOOPMQ_FB_STACK;
 	return -1;
+}
+
+/*
+ * May @rq be executed synchronously, blocking, in this task?  Not for a
+ * REQ_NOWAIT request (io_uring asked not to be blocked), and not from a
+ * workqueue worker: kblockd runs queues of every block device and is a
+ * reclaim workqueue, so a request dispatched from there (a plug flushed
+ * from schedule(), a requeue, an async queue run) must not block it on
+ * the backing file.  Returns the fallback reason, or -1.
+ */
+static int loopmq_sync_guard(struct request *rq)
+{
+	if (rq->cmd_flags & REQ_NOWAIT)
+		return LOOPMQ_FB_REQNOWAIT;
+	if (current->flags & PF_WQ_WORKER)
+		return LOOPMQ_FB_WORKER;
+	return -1;
+}
+
+/*
+ * Did an inline call end early because of the submitter's signals?  Then
+ * the kthread, which takes no signals, finishes the rest.
+ */
+static bool loopmq_interrupted(long ret)
+{
+	return ret == -EINTR || ret == -ERESTARTSYS ||
+	       ret == -ERESTARTNOINTR || ret == -ERESTARTNOHAND ||
+	       ret == -ERESTART_RESTARTBLOCK;
 }
 
 /*
@@ -257,6 +292,7 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 {
 	enum req_op op = req_op(rq);
 	bool nowait, sync_ok;
+	int sync_fb;
 
 	*fb = -1;
 	if (mode == LOOPMQ_MODE_KTHREAD)
@@ -264,8 +300,10 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	*fb = loopmq_inline_guard();
 	if (*fb >= 0)
 		return LOOPMQ_RUN_KTHREAD;
-	if (mode == LOOPMQ_MODE_DIRECT)
-		return LOOPMQ_RUN_SYNC;
+	if (mode == LOOPMQ_MODE_DIRECT) {
+		*fb = loopmq_sync_guard(rq);
+		return *fb >= 0 ? LOOPMQ_RUN_KTHREAD : LOOPMQ_RUN_SYNC;
+	}
 	if (op != REQ_OP_READ && op != REQ_OP_WRITE) {
 		*fb = LOOPMQ_FB_OP;
 		return LOOPMQ_RUN_KTHREAD;
@@ -279,6 +317,9 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		nowait = lo->b.nowait_read;
 	sync_ok = mode == LOOPMQ_MODE_AUTO &&
 		  (lo->b.never_blocks || READ_ONCE(lo->recent_peak) <= 1);
+	sync_fb = sync_ok ? loopmq_sync_guard(rq) : -1;
+	if (sync_fb >= 0)
+		sync_ok = false;
 
 	if (nowait && op == REQ_OP_WRITE && READ_ONCE(loopmq_nowait_adaptive) &&
 	    loopmq_nowait_hopeless(lo)) {
@@ -291,7 +332,7 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		return LOOPMQ_RUN_AIO;
 	if (sync_ok)
 		return LOOPMQ_RUN_SYNC;
-	*fb = LOOPMQ_FB_NONOWAIT;
+	*fb = sync_fb >= 0 ? sync_fb : LOOPMQ_FB_NONOWAIT;
 	return LOOPMQ_RUN_KTHREAD;
 }
 
@@ -396,6 +437,13 @@ void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
 	unsigned int len = blk_rq_bytes(rq);
 	bool write = req_op(rq) == REQ_OP_WRITE;
 
+	if (!cmd->from_kthread && loopmq_interrupted(ret)) {
+		/* The submitter's signal: the kthread does the rest. */
+		cmd->nowait = false;
+		loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
+		loopmq_kthread_queue(lo, cmd, async);
+		return;
+	}
 	if (cmd->nowait) {
 		bool again = ret == -EAGAIN ||
 			     (ret >= 0 && cmd->done + ret < len);
@@ -552,6 +600,12 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 		ret = loopmq_exec_sync(lo, rq);
 		loopmq_inline_exit(&in);
 		loopmq_stack_measure(lo, probe);
+		if (loopmq_interrupted(ret)) {
+			/* As in loopmq_finish_rw(); cmd->done kept progress. */
+			loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
+			loopmq_kthread_queue(lo, cmd, false);
+			break;
+		}
 		loopmq_count_path(lo, LOOPMQ_PATH_INLINE);
 		loopmq_end(rq, ret);
 		break;

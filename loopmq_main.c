@@ -435,6 +435,9 @@ static const char * const loopmq_fb_names[LOOPMQ_FB_NR] = {
 	[LOOPMQ_FB_ADAPTIVE]	= "fb_adaptive",
 	[LOOPMQ_FB_NONOWAIT]	= "fb_nonowait",
 	[LOOPMQ_FB_LOCKDEP]	= "fb_lockdep",
+	[LOOPMQ_FB_SIGNAL]	= "fb_signal",
+	[LOOPMQ_FB_WORKER]	= "fb_worker",
+	[LOOPMQ_FB_REQNOWAIT]	= "fb_reqnowait",
 };
 
 static void loopmq_sum_stats(struct loopmq_device *lo, struct loopmq_stats *s)

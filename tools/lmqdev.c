@@ -38,6 +38,9 @@ const char *const lmq_fallback_names[LOOPMQ_FB_NR] = {
 	[LOOPMQ_FB_ADAPTIVE]	= "adaptive",
 	[LOOPMQ_FB_NONOWAIT]	= "nonowait",
 	[LOOPMQ_FB_LOCKDEP]	= "lockdep",
+	[LOOPMQ_FB_SIGNAL]	= "signal",
+	[LOOPMQ_FB_WORKER]	= "worker",
+	[LOOPMQ_FB_REQNOWAIT]	= "reqnowait",
 };
 
 static const char *const mode_names[LOOPMQ_MODE_NR] = {

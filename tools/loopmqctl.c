@@ -76,7 +76,8 @@ enum col_id {
 	C_MAJMIN, C_OFFSET, C_PARTSCAN, C_RO, C_SIZELIMIT, C_DIO, C_LOG_SEC,
 	C_MODE, C_INLINE, C_AIO_INLINE, C_AIO_ASYNC, C_KTHREAD, C_FALLBACKS,
 	C_FB_STACK, C_FB_JOURNAL, C_FB_RECLAIM, C_FB_NESTED, C_FB_OP,
-	C_FB_EAGAIN, C_FB_ADAPTIVE, C_FB_NONOWAIT, C_FB_LOCKDEP, C_WAKEUPS,
+	C_FB_EAGAIN, C_FB_ADAPTIVE, C_FB_NONOWAIT, C_FB_LOCKDEP, C_FB_SIGNAL,
+	C_FB_WORKER, C_FB_REQNOWAIT, C_WAKEUPS,
 	C_PEAK_INFLIGHT, C_ERRORS,
 	C_NR
 };
@@ -135,6 +136,12 @@ static const struct column columns[C_NR] = {
 			    "fallbacks: backing file cannot do NOWAIT" },
 	[C_FB_LOCKDEP]	= { "FB-LOCKDEP", T_NUM, 1,
 			    "fallbacks: lockdep kernel, submitter holds a lock" },
+	[C_FB_SIGNAL]	= { "FB-SIGNAL", T_NUM, 1,
+			    "fallbacks: submitter has a signal pending" },
+	[C_FB_WORKER]	= { "FB-WORKER", T_NUM, 1,
+			    "fallbacks: blocking call from a workqueue worker" },
+	[C_FB_REQNOWAIT] = { "FB-REQNOWAIT", T_NUM, 1,
+			     "fallbacks: blocking call for a REQ_NOWAIT request" },
 	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups" },
 	[C_PEAK_INFLIGHT] = { "PEAK-INFLIGHT", T_NUM, 1,
 			      "most requests in flight" },
@@ -219,7 +226,8 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 		break;
 	case C_FB_STACK: case C_FB_JOURNAL: case C_FB_RECLAIM:
 	case C_FB_NESTED: case C_FB_OP: case C_FB_EAGAIN: case C_FB_ADAPTIVE:
-	case C_FB_NONOWAIT: case C_FB_LOCKDEP:
+	case C_FB_NONOWAIT: case C_FB_LOCKDEP: case C_FB_SIGNAL:
+	case C_FB_WORKER: case C_FB_REQNOWAIT:
 		v->num = st->fallback[LOOPMQ_FB_STACK + (c - C_FB_STACK)];
 		need_stats = 1;
 		break;

@@ -49,6 +49,9 @@ enum loopmq_fallback {
 	LOOPMQ_FB_ADAPTIVE	= 6,	/* recent NOWAIT writes kept blocking */
 	LOOPMQ_FB_NONOWAIT	= 7,	/* backing file cannot do IOCB_NOWAIT */
 	LOOPMQ_FB_LOCKDEP	= 8,	/* lockdep kernel: submitter holds a lock */
+	LOOPMQ_FB_SIGNAL	= 9,	/* submitter has a signal pending */
+	LOOPMQ_FB_WORKER	= 10,	/* blocking call from a workqueue worker */
+	LOOPMQ_FB_REQNOWAIT	= 11,	/* blocking call for a REQ_NOWAIT request */
 	LOOPMQ_FB_NR,
 };
 

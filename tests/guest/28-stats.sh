@@ -49,7 +49,7 @@ for mode in $modes; do
 			"$mode: ioctl stats equal sysfs stats"
 		t_is "$(echo "$st" | awk '$1 == "mode" { print $2 }')" $mode "$mode: ioctl reports the mode"
 		t_is "$(echo "$st" | awk '$1 == "nr_paths" { p = $2 } $1 == "nr_fallbacks" { f = $2 } END { print p, f }')" \
-			"4 9" "$mode: nr_paths nr_fallbacks"
+			"4 12" "$mode: nr_paths nr_fallbacks"
 		case $mode in
 		direct)  t_is "$(ioc inline)" $((2 * N)) "direct: every dd request ran inline" ;;
 		kthread) t_is "$(ioc kthread)" $((2 * N)) "kthread: every dd request went to the kthread"

@@ -45,7 +45,7 @@ for m in direct kthread aio auto; do
 	is "$(jq -r '.loopdevices[0].paths | keys_unsorted | join(",")' <<<"$j")" \
 		"inline,aio_inline,aio_async,kthread" "$m: JSON paths"
 	is "$(jq -r '.loopdevices[0].fallbacks | keys_unsorted | join(",")' <<<"$j")" \
-		"stack,journal,reclaim,nested,op,eagain,adaptive,nonowait,lockdep" "$m: JSON fallbacks"
+		"stack,journal,reclaim,nested,op,eagain,adaptive,nonowait,lockdep,signal,worker,reqnowait" "$m: JSON fallbacks"
 	read -r inl ain aas kth fbs err <<<"$(jq -r '.loopdevices[0] | [.paths.inline,
 		.paths.aio_inline, .paths.aio_async, .paths.kthread,
 		([.fallbacks[]] | add), .errors] | map(tostring) | join(" ")' <<<"$j")"

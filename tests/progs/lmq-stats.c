@@ -30,6 +30,8 @@ static const char *const fb_names[] = {
 	[LOOPMQ_FB_OP] = "fb_op", [LOOPMQ_FB_EAGAIN] = "fb_eagain",
 	[LOOPMQ_FB_ADAPTIVE] = "fb_adaptive",
 	[LOOPMQ_FB_NONOWAIT] = "fb_nonowait", [LOOPMQ_FB_LOCKDEP] = "fb_lockdep",
+	[LOOPMQ_FB_SIGNAL] = "fb_signal", [LOOPMQ_FB_WORKER] = "fb_worker",
+	[LOOPMQ_FB_REQNOWAIT] = "fb_reqnowait",
 };
 
 _Static_assert(sizeof(fb_names) / sizeof(fb_names[0]) == LOOPMQ_FB_NR,
