@@ -84,6 +84,7 @@ struct loopmq_inline {
 	struct blk_plug		*outer_plug;
 	struct bio_list		*bio_list;
 	unsigned int		noio;
+	unsigned int		throttle;	/* the task's PF_LOCAL_THROTTLE */
 };
 
 /*
@@ -102,14 +103,28 @@ static void loopmq_inline_enter(struct loopmq_inline *in)
 	in->bio_list = current->bio_list;
 	current->bio_list = NULL;
 	in->noio = memalloc_noio_save();
+	/*
+	 * Dirty pages of the backing file are how the upper file system's
+	 * dirty pages get cleaned: throttle them against the backing's own
+	 * writeback only, as the stock driver's worker does.
+	 */
+	in->throttle = current->flags & PF_LOCAL_THROTTLE;
+	current->flags |= PF_LOCAL_THROTTLE;
 }
 
+/*
+ * Undo loopmq_inline_enter() in reverse order.  Our plug is flushed while
+ * the NOIO scope still holds: the requests it dispatches belong to the
+ * inline call, and a lower loopmq device must see them as nested.
+ */
 static void loopmq_inline_exit(struct loopmq_inline *in)
 {
+	if (in->outer_plug)
+		blk_finish_plug(&in->plug);
+	current->flags = (current->flags & ~PF_LOCAL_THROTTLE) | in->throttle;
 	memalloc_noio_restore(in->noio);
 	current->bio_list = in->bio_list;
 	if (in->outer_plug) {
-		blk_finish_plug(&in->plug);
 		current->plug = in->outer_plug;
 		loopmq_plug_forget_time(in->outer_plug);
 	}
@@ -519,6 +534,8 @@ static int loopmq_thread_fn(void *data)
 
 	/* Our I/O must never recurse into reclaim that writes to us. */
 	noio = memalloc_noio_save();
+	/* See loopmq_inline_enter(): throttled only by the backing's bdi. */
+	current->flags |= PF_LOCAL_THROTTLE;
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		list = llist_del_all(&lo->kq);
