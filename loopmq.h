@@ -120,6 +120,7 @@ extern int loopmq_default_mode;
 extern unsigned int loopmq_stack_reserve;
 extern bool loopmq_stack_probe;
 extern bool loopmq_nowait_adaptive;
+extern bool loopmq_fault_drop_flush;
 
 /* loopmq_io.c */
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,

@@ -125,7 +125,8 @@ static void loopmq_kiocb_init(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 	if (req_op(rq) == REQ_OP_WRITE) {
 		iocb->ki_flags |= IOCB_WRITE;
 		/* FUA: the write is durable when it completes. */
-		if (rq->cmd_flags & REQ_FUA)
+		if ((rq->cmd_flags & REQ_FUA) &&
+		    likely(!READ_ONCE(loopmq_fault_drop_flush)))
 			iocb->ki_flags |= IOCB_DSYNC;
 	}
 	if (async)

@@ -361,6 +361,8 @@ static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 
 	switch (req_op(rq)) {
 	case REQ_OP_FLUSH:
+		if (unlikely(READ_ONCE(loopmq_fault_drop_flush)))
+			return 0;
 		return vfs_fsync(file, 0);
 	case REQ_OP_WRITE_ZEROES:
 		/* Zeroes must read back as zeroes; unmap only if allowed. */

@@ -149,6 +149,11 @@ module_param_named(nowait_adaptive, loopmq_nowait_adaptive, bool, 0644);
 MODULE_PARM_DESC(nowait_adaptive,
 		 "While most recent IOCB_NOWAIT writes answered EAGAIN, do not try: send writes to the kthread (auto: run them blocking when allowed). Default: Y");
 
+bool loopmq_fault_drop_flush;
+module_param_named(fault_drop_flush, loopmq_fault_drop_flush, bool, 0444);
+MODULE_PARM_DESC(fault_drop_flush,
+		 "Testing only, loses data on power loss: acknowledge FLUSH without syncing the backing file and FUA writes without O_DSYNC (the power-loss trials' negative control). Default: N");
+
 /* ---- globals ---- */
 
 static int loopmq_major;
