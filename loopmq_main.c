@@ -13,6 +13,7 @@
 #include <linux/file.h>
 #include <linux/idr.h>
 #include <linux/kthread.h>
+#include <linux/major.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -170,12 +171,17 @@ static DEFINE_MUTEX(loopmq_bind_mutex);
 
 static const struct block_device_operations loopmq_fops;
 
-static bool loopmq_is_loopmq_file(struct file *file)
+/*
+ * The block device whose I/O an inode's I/O becomes: a block device node
+ * itself, or the device of a block-based file system.  0 for none.
+ */
+static dev_t loopmq_dev_under(struct inode *inode)
 {
-	struct inode *inode = file->f_mapping->host;
-
-	return S_ISBLK(inode->i_mode) &&
-	       I_BDEV(inode)->bd_disk->fops == &loopmq_fops;
+	if (S_ISBLK(inode->i_mode))
+		return inode->i_rdev;
+	if (S_ISREG(inode->i_mode) && inode->i_sb->s_bdev)
+		return inode->i_sb->s_bdev->bd_dev;
+	return 0;
 }
 
 /* ---- size, limits and direct I/O ---- */
@@ -556,25 +562,92 @@ static void loopmq_reread_partitions(struct loopmq_device *lo)
 }
 
 /*
- * Walk the chain of loopmq devices under @file: binding must not make a
- * device its own backing, directly or through other loopmq devices.
+ * The device a stock loop device reads and writes through: the backing
+ * file its sysfs attribute names (the stock driver keeps its state
+ * private), resolved to the device it lives on, or to itself if it is a
+ * block device.  Best effort: a renamed or deleted backing file, or no
+ * sysfs, ends the walk.  Returns 0 when there is nothing to follow.
  */
+static dev_t loopmq_stock_loop_backing(dev_t dev)
+{
+	static const char * const fmt[] = {
+		"/sys/dev/block/%u:%u/loop/backing_file",	/* the disk */
+		"/sys/dev/block/%u:%u/../loop/backing_file",	/* a partition */
+	};
+	struct file *f = ERR_PTR(-ENOENT);
+	struct path path;
+	dev_t under = 0;
+	loff_t pos = 0;
+	ssize_t len;
+	char *buf;
+	int i;
+
+	buf = kzalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(fmt) && IS_ERR(f); i++) {
+		snprintf(buf, PATH_MAX, fmt[i], MAJOR(dev), MINOR(dev));
+		f = filp_open(buf, O_RDONLY, 0);
+	}
+	if (IS_ERR(f))
+		goto out;
+	len = kernel_read(f, buf, PATH_MAX - 1, &pos);
+	fput(f);
+	if (len <= 0)
+		goto out;
+	buf[len] = 0;
+	strim(buf);
+	if (kern_path(buf, LOOKUP_FOLLOW, &path))
+		goto out;
+	under = loopmq_dev_under(d_inode(path.dentry));
+	path_put(&path);
+out:
+	kfree(buf);
+	return under;
+}
+
+/*
+ * Binding must not make a device its own backing, directly or through
+ * other devices: loopmq or stock loop devices, or a file system on one of
+ * them holding the backing file.  Walk the chain of devices under @file.
+ */
+#define LOOPMQ_MAX_CHAIN	16
+
 static int loopmq_validate_file(struct file *file, struct block_device *bdev)
 {
 	struct inode *inode = file->f_mapping->host;
-	struct file *f = file;
+	dev_t self = bdev->bd_disk->part0->bd_dev;
+	dev_t dev = loopmq_dev_under(inode);
+	bool blk = S_ISBLK(inode->i_mode);
+	int hops;
 
 	lockdep_assert_held(&loopmq_bind_mutex);
-	while (loopmq_is_loopmq_file(f)) {
-		struct gendisk *disk = I_BDEV(f->f_mapping->host)->bd_disk;
-		struct loopmq_device *l = disk->private_data;
+	for (hops = 0; dev && hops < LOOPMQ_MAX_CHAIN; hops++) {
+		struct loopmq_device *l = NULL;
 
-		if (disk == bdev->bd_disk)
+		if (MAJOR(dev) == MAJOR(self) &&
+		    MINOR(dev) >> loopmq_part_shift ==
+		    MINOR(self) >> loopmq_part_shift)
 			return -EBADF;
-		if (l->state != LOOPMQ_BOUND)
-			return -EINVAL;
-		f = l->b.file;
+		if (MAJOR(dev) == loopmq_major) {
+			mutex_lock(&loopmq_ctl_mutex);
+			l = idr_find(&loopmq_idr,
+				     MINOR(dev) >> loopmq_part_shift);
+			mutex_unlock(&loopmq_ctl_mutex);
+			/* The bind mutex keeps a bound device bound. */
+			if (!l || l->state != LOOPMQ_BOUND)
+				return blk ? -EINVAL : 0;
+			inode = l->b.file->f_mapping->host;
+			dev = loopmq_dev_under(inode);
+			blk = S_ISBLK(inode->i_mode);
+		} else if (MAJOR(dev) == LOOP_MAJOR) {
+			dev = loopmq_stock_loop_backing(dev);
+			blk = false;
+		} else {
+			break;
+		}
 	}
+	inode = file->f_mapping->host;
 	if (!S_ISREG(inode->i_mode) && !S_ISBLK(inode->i_mode))
 		return -EINVAL;
 	if (!file->f_op->read_iter)
