@@ -105,6 +105,15 @@ struct loopmq_cmd {
 	long			res;		/* ->ki_complete's result */
 };
 
+/*
+ * Writes to the backing file must be durable on completion: it was opened
+ * with O_SYNC or O_DSYNC, or is marked synchronous (chattr +S, -o sync).
+ */
+static inline bool loopmq_file_dsync(struct file *file)
+{
+	return (file->f_flags & O_DSYNC) || IS_SYNC(file_inode(file));
+}
+
 static inline void loopmq_count_path(struct loopmq_device *lo, int path)
 {
 	this_cpu_inc(lo->stats->path[path]);

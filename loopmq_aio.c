@@ -128,6 +128,11 @@ static void loopmq_kiocb_init(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 		if ((rq->cmd_flags & REQ_FUA) &&
 		    likely(!READ_ONCE(loopmq_fault_drop_flush)))
 			iocb->ki_flags |= IOCB_DSYNC;
+		/* So is every write to a file opened or marked synchronous. */
+		if (loopmq_file_dsync(lo->b.file))
+			iocb->ki_flags |= IOCB_DSYNC;
+		if (lo->b.file->f_flags & __O_SYNC)
+			iocb->ki_flags |= IOCB_SYNC;
 	}
 	if (async)
 		iocb->ki_complete = loopmq_aio_complete;

@@ -327,7 +327,8 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	/* Buffered FUA means an fsync in write_iter: it would block. */
 	if (op == REQ_OP_WRITE)
 		nowait = lo->b.nowait_write &&
-			 (lo->b.use_dio || !(rq->cmd_flags & REQ_FUA));
+			 (lo->b.use_dio || !((rq->cmd_flags & REQ_FUA) ||
+					     loopmq_file_dsync(lo->b.file)));
 	else
 		nowait = lo->b.nowait_read;
 	sync_ok = mode == LOOPMQ_MODE_AUTO &&

@@ -652,6 +652,13 @@ static int loopmq_validate_file(struct file *file, struct block_device *bdev)
 		return -EINVAL;
 	if (!file->f_op->read_iter)
 		return -EINVAL;
+	/*
+	 * Reads go through a kiocb built by hand, which the VFS does not
+	 * check against the file's mode: refuse a write-only file here (the
+	 * stock driver accepts it and fails every read with EBADF).
+	 */
+	if (!(file->f_mode & FMODE_READ))
+		return -EBADF;
 	return 0;
 }
 
