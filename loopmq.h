@@ -130,6 +130,7 @@ extern unsigned int loopmq_stack_reserve;
 extern bool loopmq_stack_probe;
 extern bool loopmq_nowait_adaptive;
 extern bool loopmq_fault_drop_flush;
+extern bool loopmq_lockdep_guard;
 
 /* loopmq_io.c */
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,

@@ -43,6 +43,12 @@
  * - reclaim: PF_MEMALLOC or kswapd.
  * - lockdep: on lockdep kernels only, the submitter holds a mutex or rwsem
  *   (see loopmq_holds_sleeping_lock()).
+ * - signal: the submitter has a signal pending.  Buffered reads and writes
+ *   stop early for a fatal signal, NFS and FUSE waits for any: a request
+ *   must never fail or end short because of whichever task submitted it.
+ *   A signal that arrives during an inline call (-EINTR, -ERESTART*)
+ *   hands the rest of the request to the kthread, which takes none
+ *   (tests/guest/70-signal-storm.sh).
  * - stack: less than stack_reserve bytes of stack left.
  * - op: FLUSH, DISCARD and WRITE_ZEROES go to the kthread except in direct
  *   mode: fsync and fallocate block for long and have no NOWAIT form.
@@ -51,6 +57,24 @@
  *   parameter nowait_adaptive=0 turns it off).
  * - nonowait: the file cannot do NOWAIT for the operation.
  *
+ * Two more guards apply only to a blocking call (direct mode, auto's
+ * synchronous call); NOWAIT aio, which cannot block, is still allowed:
+ *
+ * - reqnowait: the request has REQ_NOWAIT.  blk-mq advertises NOWAIT for
+ *   every blk-mq queue, and io_uring then submits from its own task
+ *   expecting not to block; honoured rather than no longer advertised,
+ *   since NOWAIT aio serves such requests inline at no risk
+ *   (tests/guest/74-frozen-backing.sh).
+ * - worker: queue_rq runs in a workqueue worker.  On a BLOCKING tag set
+ *   every asynchronous queue run goes through kblockd (a plug flushed
+ *   from schedule(), a requeue, blk_mq_run_hw_queues()); kblockd is a
+ *   WQ_MEM_RECLAIM workqueue shared by every block device, and one
+ *   backing fsync there would stall the rest.
+ *
+ * Writes on the NOWAIT path take freeze protection with a trylock: a
+ * frozen backing file system answers "would block" and the kthread waits
+ * for the thaw, never the submitter.
+ *
  * Inline calls save and clear the submitter's plug and bio list.  A
  * queue_rq running from blk_finish_plug() must not add requests to the plug
  * being flushed (the 2025 plug-list corruption), and bios the backing file
@@ -58,7 +82,17 @@
  * to submit_bio_noacct(): a synchronous call would wait on them forever.
  * Inline calls also run under memalloc_noio_save(): blk-mq holds its SRCU
  * read lock around a blocking queue_rq, and an allocation that entered
- * fs reclaim there could wait for I/O on this very queue.
+ * fs reclaim there could wait for I/O on this very queue.  Our plug is
+ * flushed before that scope ends, so lower devices see its requests as
+ * nested.  Inline calls and the kthread run with PF_LOCAL_THROTTLE, as
+ * the stock driver's worker: the backing file's dirty pages are how the
+ * upper file system's get cleaned, so they are throttled only against
+ * the backing's own writeback.
+ *
+ * Lifetime: a request ends only when nothing of loopmq touches it any
+ * more.  A submitted kiocb holds two references on its command (see
+ * loopmq_aio.c), and every "queue for the kthread, then wake it" is one
+ * RCU read-side section that loopmq_thread_stop() waits for.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -193,12 +227,17 @@ static unsigned long loopmq_stack_left(void)
  * where lockdep cannot see it) and cannot invert (the lower file system
  * never waits for the upper one: NOIO scope, no backing cycles).  Sending
  * these requests to the kthread keeps lockdep checking everything else.
+ * With lockdep_guard=0 they run inline, for tests whose upper and lower
+ * file systems are of different types, so that lockdep checks the inline
+ * path that production kernels run (tests/guest/78-lockdep-inline.sh).
  */
 #ifdef CONFIG_LOCKDEP
 static bool loopmq_holds_sleeping_lock(void)
 {
 	int i;
 
+	if (!READ_ONCE(loopmq_lockdep_guard))
+		return false;
 	for (i = 0; i < current->lockdep_depth; i++)
 		if (current->held_locks[i].instance->wait_type_inner ==
 		    LD_WAIT_SLEEP)

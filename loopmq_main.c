@@ -155,6 +155,11 @@ module_param_named(fault_drop_flush, loopmq_fault_drop_flush, bool, 0444);
 MODULE_PARM_DESC(fault_drop_flush,
 		 "Testing only, loses data on power loss: acknowledge FLUSH without syncing the backing file and FUA writes without O_DSYNC (the power-loss trials' negative control). Default: N");
 
+bool loopmq_lockdep_guard = true;
+module_param_named(lockdep_guard, loopmq_lockdep_guard, bool, 0644);
+MODULE_PARM_DESC(lockdep_guard,
+		 "Lockdep kernels only: send a request whose submitter holds a mutex or rwsem to the kthread, since lockdep takes an upper and a lower file system of one type for recursive locking. Default: Y");
+
 /* ---- globals ---- */
 
 static int loopmq_major;
