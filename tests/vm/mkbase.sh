@@ -89,7 +89,7 @@ echo loopmq-guest >"$root/etc/hostname"
 
 # The kernel's modules the tests need, with their dependencies.
 mods="loop brd null_blk configfs dm-mod dm-flakey dm-delay dm-zero dm-snapshot
-dm-thin-pool ext4 xfs virtio_blk virtio_pci virtio_ring virtio crc32c_generic
+dm-thin-pool dm-log-writes ext4 xfs virtio_blk virtio_pci virtio_ring virtio crc32c_generic
 crc32c-intel libcrc32c crc16 crc32_generic ublk_drv nbd zram overlay
 isofs squashfs"
 mdir=$modroot/lib/modules/$rel
