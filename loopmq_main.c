@@ -639,9 +639,16 @@ static int loopmq_validate_file(struct file *file, struct block_device *bdev)
 			l = idr_find(&loopmq_idr,
 				     MINOR(dev) >> loopmq_part_shift);
 			mutex_unlock(&loopmq_ctl_mutex);
-			/* The bind mutex keeps a bound device bound. */
-			if (!l || l->state != LOOPMQ_BOUND)
-				return blk ? -EINVAL : 0;
+			/*
+			 * The bind mutex keeps a bound device bound.  An
+			 * unbound device ends the chain: refused as the
+			 * backing itself, as the stock driver does.
+			 */
+			if (!l || l->state != LOOPMQ_BOUND) {
+				if (blk)
+					return -EINVAL;
+				break;
+			}
 			inode = l->b.file->f_mapping->host;
 			dev = loopmq_dev_under(inode);
 			blk = S_ISBLK(inode->i_mode);
