@@ -297,7 +297,7 @@ loopmq_up() {
 	# util-linux losetup (PATH puts it before busybox), then loopmqctl.
 	if ! err=$(losetup --direct-io=on /dev/loopmq0 "$BACKDEV" 2>&1); then
 		if command -v loopmqctl >/dev/null &&
-		   loopmqctl attach --direct-io=on /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
+		   loopmqctl --direct-io=on /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
 			:
 		else
 			LOOPMQ_WHY="attach failed: losetup: $err"; return 1
