@@ -105,11 +105,11 @@ guest_run() {	# guest_run K [TEST-NAME...]: guest tests on kernel K
 # 6.1 and 6.12 only: the data-path and interface tests 10-verify-matrix,
 # 12-stacking, 20-flush-discard, 21-readonly, 22-enospc, 23-partitions,
 # 24-capacity, 27-losetup-compat, 28-stats, 40-45 (loopmqctl),
-# 53-short-backing-read, 60-scale, and 80-power-loss (needs dm-log-writes,
-# not in the debug kernel).
+# 53-short-backing-read, 59-modparams, 60-scale, and 80-power-loss (needs
+# dm-log-writes, not in the debug kernel).
 DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 26-detach-under-load 50-ioctl-fuzz 51-ioctl-races 52-ctl-storm 55-dm-faults
-56-enospc-race 57-fault-inject 58-sysfs-garbage 59-modparams 69-kmemleak
+56-enospc-race 57-fault-inject 58-sysfs-garbage 69-kmemleak
 70-signal-storm 71-remove-open-race 72-detach-partition-race
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
 77-backing-cycle 78-lockdep-inline'
