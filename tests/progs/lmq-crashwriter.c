@@ -57,6 +57,8 @@
 #include <linux/aio_abi.h>
 #include <linux/fs.h>
 
+#include "lmq-common.h"
+
 #define BLK		4096
 #define SECT		512
 #define SPB		(BLK / SECT)
@@ -88,15 +90,6 @@ struct batch {
 	int sync;		/* SYNC_* */
 	uint32_t point;		/* sync point number, if sync */
 };
-
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static void next_batch(struct sched *s, struct batch *b)
 {
@@ -140,12 +133,6 @@ static void fill_sector(unsigned char *p, uint32_t trial, uint64_t seed,
 
 		memcpy(p + off, &v, 8);
 	}
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
 }
 
 static uint64_t dev_blocks(int fd)

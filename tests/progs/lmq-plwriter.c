@@ -57,6 +57,8 @@
 #include <sys/uio.h>
 #include <linux/dm-ioctl.h>
 
+#include "lmq-common.h"
+
 #define BLK		4096
 #define SECT		512
 #define SPB		(BLK / SECT)
@@ -74,15 +76,6 @@ struct sect_hdr {
 	uint64_t seed;
 };
 
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static void fill_sector(unsigned char *p, uint64_t seed, uint32_t file,
 			uint32_t block, uint32_t sector, uint64_t seq)
 {
@@ -97,12 +90,6 @@ static void fill_sector(unsigned char *p, uint64_t seed, uint32_t file,
 
 		memcpy(p + off, &v, 8);
 	}
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
 }
 
 /* "mark NAME" to the dm device DMNAME: what dmsetup message does */
