@@ -124,6 +124,7 @@ debug_lane() {	# build the debug kernel, then run its guest tests
 }
 
 t0=$(date +%s)
+rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
 # Two lanes, one per core: the debug kernel's build and suite start at
 # once in the background; host steps, the Debian kernels' suites and the
 # crash trials run here meanwhile, one guest at a time.  Test timeouts are
@@ -175,13 +176,11 @@ if [ -n "$quick" ] && [ "$nk" -gt 1 ]; then
 	wait
 	for k in "${kernels[@]}"; do [ "$k" = debug ] || collect "guest tests on $k"; done
 else
+	scale=1
+	[ -n "$debug_pid" ] && scale=3
 	for k in "${kernels[@]}"; do
 		[ "$k" = debug ] && continue
-		if [ -n "$debug_pid" ]; then
-			HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} step "guest tests on $k" guest_run "$k"
-		else
-			step "guest tests on $k" guest_run "$k"
-		fi
+		HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-$scale} step "guest tests on $k" guest_run "$k"
 	done
 fi
 # crash consistency (tests/crash/run): kill QEMU while loopmq flushes.
