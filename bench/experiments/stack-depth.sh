@@ -111,6 +111,16 @@ umount_all() {	# umount_all DIR...: innermost first
 }
 
 MODES="direct aio auto"
+sweep() {	# sweep SITUATION DIR: loopmq0 in every mode, dio on and off
+	local dio m
+	for dio in on off; do
+		for m in $MODES; do
+			setmode "$m" "$dio" 0
+			work "$2"
+			row "$1" 0 "$m" "$dio"
+		done
+	done
+}
 t0=$SECONDS
 
 # ---- (a) upper file system over an image on a lower file system -----------
@@ -122,13 +132,7 @@ for lower in xfs ext4; do
 		truncate -s 512M /mnt/lo/img
 		losetup /dev/loopmq0 /mnt/lo/img || { fail "$s: attach"; umount /mnt/lo; continue; }
 		if mnt "$upper" /dev/loopmq0 /mnt/up; then
-			for dio in on off; do
-				for m in $MODES; do
-					setmode "$m" "$dio" 0
-					work /mnt/up
-					row "$s" 0 "$m" "$dio"
-				done
-			done
+			sweep "$s" /mnt/up
 		else
 			fail "$s: upper"
 		fi
@@ -237,13 +241,7 @@ mnt xfs /dev/vda /mnt/lo && truncate -s 512M /mnt/lo/img &&
 	modprobe loop && losetup --direct-io=on /dev/loop0 /mnt/lo/img &&
 	losetup /dev/loopmq0 /dev/loop0 && mnt ext4 /dev/loopmq0 /mnt/up ||
 	fail "d:loop: setup"
-for dio in on off; do
-	for m in $MODES; do
-		setmode "$m" "$dio" 0
-		work /mnt/up
-		row "d:ext4/lmq/loop0/xfs" 0 "$m" "$dio"
-	done
-done
+sweep "d:ext4/lmq/loop0/xfs" /mnt/up
 umount_all /mnt/up; losetup -d /dev/loopmq0; losetup -d /dev/loop0
 umount_all /mnt/lo
 echo "0 $(blockdev --getsz /dev/vda) linear /dev/vda 0" >/tmp/lin.tbl
@@ -251,13 +249,7 @@ dmsetup --noudevsync --verifyudev create lmqlin /tmp/lin.tbl &&
 	dmsetup --noudevsync mknodes lmqlin &&
 	losetup /dev/loopmq0 /dev/mapper/lmqlin && mnt xfs /dev/loopmq0 /mnt/up ||
 	fail "d:dm: setup"
-for dio in on off; do
-	for m in $MODES; do
-		setmode "$m" "$dio" 0
-		work /mnt/up
-		row "d:xfs/lmq/dm-linear" 0 "$m" "$dio"
-	done
-done
+sweep "d:xfs/lmq/dm-linear" /mnt/up
 umount_all /mnt/up; losetup -d /dev/loopmq0
 dmsetup --noudevsync remove lmqlin
 diag "part d: $((SECONDS - t1)) s"
