@@ -19,7 +19,6 @@ command -v dmsetup >/dev/null && [ -c /dev/mapper/control ] ||
 W=/tmp/t55 M=/mnt/t55 DM=t55
 mkdir -p $W $M
 SECT=1048576			# 512 MiB of /dev/vda
-dms() { dmsetup --noudevsync --verifyudev "$@"; }
 settable() {	# settable FILE: replace the live table of $DM
 	dms suspend --nolockfs $DM && dms load $DM "$1" && dms resume $DM
 }

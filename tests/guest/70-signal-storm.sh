@@ -89,7 +89,6 @@ lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
 D=$(lmq_dev 0) S=$(lmq_sys 0) NAME=${LMQ_NAME}0
 HAVE_FBS=0
 lmq_is_mq && grep -q '^fb_signal ' $S/loopmq/stats && HAVE_FBS=1
-stat0() { local v; lmq_is_mq && v=$(lmq_stat 0 "$1"); echo "${v:-0}"; }
 ERR=0
 errs() {	# ERR = the device's errors counter (0 for the stock driver)
 	local k v
@@ -151,12 +150,6 @@ ioget() {	# ioget PID: IO_rb, IO_wb, IO_wc of /proc/PID/io
 		IO_wc=$(fdpos "$1" 1) IO_wb=$IO_wc
 		IO_rb=$(( $(fdpos "$1" 0) + $(fdpos "$1" 3) ))
 	fi
-}
-alive() {
-	local s
-	{ read -r s </proc/$1/stat; } 2>/dev/null || return 1
-	s=${s##*) }
-	[ "${s%% *}" != Z ]
 }
 # one KIND: start it, wait until it does I/O, a random 0-15 ms, a signal.
 # Counts into K_sent (signalled while running), K_int, K_early (finished
@@ -274,16 +267,16 @@ for cell in $CELLS; do
 		echo 1 >/proc/sys/vm/drop_caches || t_fail "$tag: reader data"
 	NDREAD=0 NBREAD=0
 	echo "t70: cell $n" >/dev/kmsg
-	f0=$(stat0 fb_signal) c0=$(date +%s%N) c_sent=0 c_all=0
+	f0=$(lmq_stat0 0 fb_signal) c0=$(date +%s%N) c_sent=0 c_all=0
 	for mode in $modes; do
 		lmq_mode 0 $mode || { t_fail "$tag $mode: set mode"; continue; }
-		e0=$(stat0 errors)
+		e0=$(lmq_stat0 0 errors)
 		K_sent=0 K_int=0 K_early=0 K_err=()
 		nk=$(iters $lo $dio $mode)
 		for ((i = 0; i < nk; i++)); do
 			one ${KINDS[i % ${#KINDS[@]}]}
 		done
-		e1=$(stat0 errors)
+		e1=$(lmq_stat0 0 errors)
 		c_sent=$((c_sent + K_sent)) c_all=$((c_all + nk))
 		ro=
 		ro_now && ro=", file system read-only"
@@ -295,7 +288,7 @@ for cell in $CELLS; do
 			t_diag "  errors by kind: $(for k in dwrite fwrite dread bread; do printf '%s %s ' $k ${K_err[$k]:-0}; done)"
 		fi
 	done
-	f1=$(stat0 fb_signal)
+	f1=$(lmq_stat0 0 fb_signal)
 	fbs_total=$((fbs_total + f1 - f0))
 	ro=$(ro_now && echo "read-only")
 	sync

@@ -85,7 +85,6 @@ thaw_all() {
 	frozen=
 }
 trap thaw_all EXIT
-dms() { dmsetup --noudevsync --verifyudev "$@"; }
 modprobe -q dm-mod 2>/dev/null
 
 # the device table: file system, mode and direct I/O of each device
@@ -103,13 +102,6 @@ ND=${#MODES[@]}
 lmq_load $ND || { t_fail "load $LMQ_MOD"; t_done; }
 QRQ="] ${LMQ_NAME}_queue_rq+"
 
-st() { local v; v=$(lmq_stat "$1" "$2"); echo "${v:-0}"; }
-alive() {	# alive PID: running and not a zombie
-	local s
-	{ read -r s </proc/$1/stat; } 2>/dev/null || return 1
-	s=${s##*) }
-	[ "${s%% *}" != Z ]
-}
 # sample PID...: one line per thread of PID that is in an I/O system call:
 # "PID KIND HIT" (KIND dd, libaio or uring; HIT 1 if in queue_rq).  One
 # process per sample: TCG makes every fork expensive.
@@ -293,7 +285,7 @@ done
 for ((i = 0; i < ND; i++)); do
 	if lmq_is_mq; then
 		t_diag "${tag[i]} stats: $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"
-		t_is "$(st $i errors)" 0 "${tag[i]}: no errors counted"
+		t_is "$(lmq_stat0 $i errors)" 0 "${tag[i]}: no errors counted"
 	fi
 	$LOSETUP -d $(lmq_dev $i) || t_fail "${tag[i]}: detach"
 done

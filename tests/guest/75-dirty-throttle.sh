@@ -100,12 +100,6 @@ down() {
 		rm $M/low/img
 }
 
-alive() {
-	local s
-	{ read -r s </proc/$1/stat; } 2>/dev/null || return 1
-	s=${s##*) }
-	[ "${s%% *}" != Z ]
-}
 wchar() { local k v; while read -r k v; do [ "$k" = wchar: ] && { echo $v; return; }; done </proc/$1/io; echo 0; } 2>/dev/null
 devw() { local a; read -r -a a <$(lmq_sys 0)/stat; echo $((a[6] * 512)); }
 # driver threads (our kthread, or a task in our queue_rq) in balance_dirty_pages

@@ -48,7 +48,6 @@ M=/mnt/t76
 mkdir -p $M/low $M/mid
 lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
 D0=$(lmq_dev 0) D1=$(lmq_dev 1)
-st() { local v; v=$(lmq_stat "$1" "$2"); echo "${v:-0}"; }
 stats() { tr '\n' ' ' <$(lmq_sys $1)/loopmq/stats; }
 
 size=48 fsize=8M
@@ -84,16 +83,16 @@ for mode in aio auto; do
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse --output=/tmp/t76.fio
 	t_diag "$mode after fio: upper: $(stats 0)"
 	t_diag "$mode after fio: lower: $(stats 1)"
-	a_inl=$(st 1 inline) a_ai=$(st 1 aio_inline) a_nest=$(st 1 fb_nested) a_wk=$(st 1 fb_worker)
-	up_a=$(($(st 0 inline) + $(st 0 aio_inline) + $(st 0 aio_async)))
+	a_inl=$(lmq_stat0 1 inline) a_ai=$(lmq_stat0 1 aio_inline) a_nest=$(lmq_stat0 1 fb_nested) a_wk=$(lmq_stat0 1 fb_worker)
+	up_a=$(($(lmq_stat0 0 inline) + $(lmq_stat0 0 aio_inline) + $(lmq_stat0 0 aio_async)))
 
 	head -c 4M /dev/urandom >/tmp/t76.pat
 	t_run "$mode: buffered writes to $D0, then fsync" \
 		dd if=/tmp/t76.pat of=$D0 bs=64k seek=$((24 << 4)) conv=fsync status=none
 	t_diag "$mode after fsync: upper: $(stats 0)"
 	t_diag "$mode after fsync: lower: $(stats 1)"
-	up=$(($(st 0 inline) + $(st 0 aio_inline) + $(st 0 aio_async)))
-	inl=$(st 1 inline) ai=$(st 1 aio_inline) nest=$(st 1 fb_nested) wk=$(st 1 fb_worker)
+	up=$(($(lmq_stat0 0 inline) + $(lmq_stat0 0 aio_inline) + $(lmq_stat0 0 aio_async)))
+	inl=$(lmq_stat0 1 inline) ai=$(lmq_stat0 1 aio_inline) nest=$(lmq_stat0 1 fb_nested) wk=$(lmq_stat0 1 fb_worker)
 
 	[ $up_a -gt 0 ] && t_ok "$mode: fio: upper ran $up_a requests from queue_rq (NOWAIT aio)" ||
 		t_fail "$mode: fio: the upper ran nothing from queue_rq" "the test did not exercise the path"
@@ -110,7 +109,7 @@ for mode in aio auto; do
 	echo 3 >/proc/sys/vm/drop_caches
 	t_is "$(dd if=$D0 bs=64k skip=$((24 << 4)) count=64 iflag=direct status=none | sha256sum)" \
 		"$(sha256sum </tmp/t76.pat)" "$mode: the buffered writes read back"
-	t_is "$(st 0 errors) $(st 1 errors)" "0 0" "$mode: no errors on either device"
+	t_is "$(lmq_stat0 0 errors) $(lmq_stat0 1 errors)" "0 0" "$mode: no errors on either device"
 done
 
 $LOSETUP -d $D0 && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file" && umount $M/mid &&

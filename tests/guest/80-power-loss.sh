@@ -59,7 +59,6 @@ D_OFF=$((1280 * MiB)) D_LEN=$((256 * MiB))
 IMG_MB=96
 export TEST_DIR=/tmp TEST_DEV=/dev/null QA_CHECK_FS=1	# small xfs (see above)
 
-dms() { dmsetup --noudevsync --verifyudev "$@"; }
 # run LOGNAME CMD...: CMD's output to $W/LOGNAME; on failure show its tail
 run() {
 	local f=$W/$1 rc

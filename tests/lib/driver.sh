@@ -72,6 +72,17 @@ lmq_mode() {
 }
 # lmq_stat N NAME: one counter of /sys/block/loopmqN/loopmq/stats.
 lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+# lmq_stat0 N KEY: that counter, 0 where there is none (the stock driver)
+lmq_stat0() { local v; lmq_is_mq && v=$(lmq_stat "$1" "$2"); echo "${v:-0}"; }
+# alive PID: the process exists and is not a zombie
+alive() {
+	local s
+	{ read -r s </proc/$1/stat; } 2>/dev/null || return 1
+	s=${s##*) }
+	[ "${s%% *}" != Z ]
+}
+# dms ARGS: dmsetup, not waiting for udev (the guest has none)
+dms() { dmsetup --noudevsync --verifyudev "$@"; }
 # lmq_wait_gone PATH [TENTHS]: wait for PATH to disappear.
 lmq_wait_gone() {
 	local i
