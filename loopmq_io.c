@@ -62,7 +62,8 @@
  * and direct mode takes it for such a request when the file offers it
  * (on 6.1 every O_DIRECT write from a plugged writer reaches queue_rq
  * from kblockd: a trip through the kthread there cost 16% of direct
- * mode's 512-byte write IOPS, the NOWAIT call 2%):
+ * mode's 512-byte write IOPS on the RAM disk, the NOWAIT call costs 1.5%
+ * against the blocking call that kblockd used to make; docs/BENCHMARKS.md):
  *
  * - reqnowait: the request has REQ_NOWAIT.  blk-mq advertises NOWAIT for
  *   every blk-mq queue, and io_uring then submits from its own task
