@@ -24,14 +24,57 @@
  * LOOPMQ_HAVE_PLUG_KTIME	a plug caches a timestamp (6.9)
  */
 
+/*
+ * Where an interface changed, the .c files use the newer kernel's names and
+ * signatures; on the older kernel this header provides them, so that
+ * dropping 6.1 deletes a block here rather than touching every caller.
+ */
+#ifndef LOOPMQ_HAVE_BLK_MODE
+#define blk_mode_t		fmode_t
+#define BLK_OPEN_WRITE		FMODE_WRITE
+#define BLK_OPEN_EXCL		FMODE_EXCL
+#endif
+
+#ifndef LOOPMQ_HAVE_HOLDER_OPS
+/* The holder ops argument came with 6.5; 6.1 has no use for them. */
+#define bd_prepare_to_claim(bdev, holder, hops) \
+	bd_prepare_to_claim(bdev, holder)
+#endif
+
+#ifndef LOOPMQ_HAVE_MEDIA_CHANGE_1ARG
+/* 6.6 dropped the events argument: it was always DISK_EVENT_MEDIA_CHANGE. */
+#define disk_force_media_change(disk) \
+	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE)
+#endif
+
+/*
+ * ->open() took the block device and ->release() the open mode before
+ * 6.5: the driver implements loopmq_open_disk() and loopmq_release_disk(),
+ * and these adapt them to the kernel's block_device_operations.
+ */
+int loopmq_open_disk(struct gendisk *disk);
+void loopmq_release_disk(struct gendisk *disk);
+
 #ifdef LOOPMQ_HAVE_BLK_MODE
-#define loopmq_open_mode_t	blk_mode_t
-#define LOOPMQ_OPEN_WRITE	BLK_OPEN_WRITE
-#define LOOPMQ_OPEN_EXCL	BLK_OPEN_EXCL
+static inline int loopmq_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return loopmq_open_disk(disk);
+}
+
+static inline void loopmq_release(struct gendisk *disk)
+{
+	loopmq_release_disk(disk);
+}
 #else
-#define loopmq_open_mode_t	fmode_t
-#define LOOPMQ_OPEN_WRITE	FMODE_WRITE
-#define LOOPMQ_OPEN_EXCL	FMODE_EXCL
+static inline int loopmq_open(struct block_device *bdev, fmode_t mode)
+{
+	return loopmq_open_disk(bdev->bd_disk);
+}
+
+static inline void loopmq_release(struct gendisk *disk, fmode_t mode)
+{
+	loopmq_release_disk(disk);
+}
 #endif
 
 /* What loopmq asks of its queue; applied by loopmq_apply_limits(). */
@@ -92,11 +135,6 @@ static inline int loopmq_apply_limits(struct request_queue *q,
 	loopmq_fill_queue_limits(&lim, l);
 	return queue_limits_commit_update(q, &lim);
 }
-
-static inline unsigned int loopmq_max_write_zeroes(struct request_queue *q)
-{
-	return q->limits.max_write_zeroes_sectors;
-}
 #else
 static inline int loopmq_apply_limits(struct request_queue *q,
 				      const struct loopmq_limits *l)
@@ -123,11 +161,6 @@ static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
 		loopmq_apply_limits(disk->queue, l);
 	return disk;
 }
-
-static inline unsigned int loopmq_max_write_zeroes(struct request_queue *q)
-{
-	return q->limits.max_write_zeroes_sectors;
-}
 #endif
 
 /* May IOCB_NOWAIT be set on a buffered write to @file? */
@@ -137,24 +170,6 @@ static inline bool loopmq_file_buffered_nowait_write(struct file *file)
 	return file->f_op->fop_flags & FOP_BUFFER_WASYNC;
 #else
 	return file->f_mode & FMODE_BUF_WASYNC;
-#endif
-}
-
-static inline int loopmq_claim(struct block_device *bdev, void *holder)
-{
-#ifdef LOOPMQ_HAVE_HOLDER_OPS
-	return bd_prepare_to_claim(bdev, holder, NULL);
-#else
-	return bd_prepare_to_claim(bdev, holder);
-#endif
-}
-
-static inline void loopmq_media_changed(struct gendisk *disk)
-{
-#ifdef LOOPMQ_HAVE_MEDIA_CHANGE_1ARG
-	disk_force_media_change(disk);
-#else
-	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE);
 #endif
 }
 

@@ -289,7 +289,7 @@ static void loopmq_fill_limits(struct loopmq_device *lo, unsigned int lbs,
 		return;
 	if (S_ISBLK(inode->i_mode)) {
 		struct block_device *bdev = I_BDEV(inode);
-		unsigned int wz = loopmq_max_write_zeroes(bdev_get_queue(bdev));
+		unsigned int wz = bdev_write_zeroes_sectors(bdev);
 
 		/* Discard becomes zero-out below, so it follows zeroing. */
 		l->max_discard_sectors = wz;
@@ -708,7 +708,7 @@ static unsigned int loopmq_default_lbs(struct file *file)
 	return SECTOR_SIZE;
 }
 
-static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
+static int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 			    struct block_device *bdev,
 			    const struct loop_config *config)
 {
@@ -723,8 +723,8 @@ static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
 	__module_get(THIS_MODULE);
 
 	/* Do not change a device under its exclusive owner. */
-	if (!(mode & LOOPMQ_OPEN_EXCL)) {
-		err = loopmq_claim(bdev, loopmq_configure);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, loopmq_configure, NULL);
 		if (err)
 			goto out_putf;
 	}
@@ -758,7 +758,7 @@ static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
 
 	loopmq_info_apply(lo, &config->info);
 	lo->lo_flags = config->info.lo_flags;
-	if (!(file->f_mode & FMODE_WRITE) || !(mode & LOOPMQ_OPEN_WRITE) ||
+	if (!(file->f_mode & FMODE_WRITE) || !(mode & BLK_OPEN_WRITE) ||
 	    !file->f_op->write_iter)
 		lo->lo_flags |= LO_FLAGS_READ_ONLY;
 	if (loopmq_part_shift)
@@ -769,7 +769,7 @@ static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
 	lo->discard_off = false;
 
 	dev_set_uevent_suppress(disk_to_dev(lo->disk), 1);
-	loopmq_media_changed(lo->disk);
+	disk_force_media_change(lo->disk);
 	set_disk_ro(lo->disk, lo->lo_flags & LO_FLAGS_READ_ONLY);
 
 	/* The backing's page cache must not recurse into I/O on us. */
@@ -799,14 +799,14 @@ static int loopmq_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
 
 	if (partscan)
 		loopmq_reread_partitions(lo);
-	if (!(mode & LOOPMQ_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_configure);
 	return 0;
 
 out_unlock:
 	mutex_unlock(&lo->mutex);
 	mutex_unlock(&loopmq_bind_mutex);
-	if (!(mode & LOOPMQ_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_configure);
 out_putf:
 	fput(file);
@@ -865,7 +865,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 		set_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
 	/* Partitions are gone before user space hears of the change. */
 	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
-	loopmq_media_changed(lo->disk);
+	disk_force_media_change(lo->disk);
 
 	mutex_lock(&lo->mutex);
 	lo->lo_flags = 0;
@@ -929,7 +929,7 @@ static int loopmq_change_fd(struct loopmq_device *lo,
 	    loopmq_backing_size(lo->b.file, lo->b.offset, lo->sizelimit))
 		goto out_unlock;
 
-	loopmq_media_changed(lo->disk);
+	disk_force_media_change(lo->disk);
 	blk_mq_freeze_queue(lo->disk->queue);
 	old = lo->b.file;
 	mapping_set_gfp_mask(old->f_mapping, lo->old_gfp_mask);
@@ -1064,13 +1064,13 @@ out:
 }
 
 static int loopmq_set_block_size(struct loopmq_device *lo,
-				 loopmq_open_mode_t mode,
+				 blk_mode_t mode,
 				 struct block_device *bdev, unsigned long arg)
 {
 	int err;
 
-	if (!(mode & LOOPMQ_OPEN_EXCL)) {
-		err = loopmq_claim(bdev, loopmq_set_block_size);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, loopmq_set_block_size, NULL);
 		if (err)
 			return err;
 	}
@@ -1093,7 +1093,7 @@ static int loopmq_set_block_size(struct loopmq_device *lo,
 out_unlock:
 	mutex_unlock(&lo->mutex);
 out_claim:
-	if (!(mode & LOOPMQ_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_set_block_size);
 	return err;
 }
@@ -1188,7 +1188,7 @@ static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
  * own, so that loopmq_ioctl()'s frame stays small.
  */
 static noinline_for_stack int
-loopmq_ioctl_configure(struct loopmq_device *lo, loopmq_open_mode_t mode,
+loopmq_ioctl_configure(struct loopmq_device *lo, blk_mode_t mode,
 		       struct block_device *bdev, unsigned int cmd,
 		       unsigned long arg)
 {
@@ -1234,12 +1234,12 @@ loopmq_ioctl_get_stats(struct loopmq_device *lo, void __user *argp)
 	return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
 }
 
-static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
+static int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 			unsigned int cmd, unsigned long arg)
 {
 	struct loopmq_device *lo = bdev->bd_disk->private_data;
 	void __user *argp = (void __user *)arg;
-	bool may_write = (mode & LOOPMQ_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
+	bool may_write = (mode & BLK_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
 
 	switch (cmd) {
 	case LOOP_SET_FD:
@@ -1299,7 +1299,7 @@ static int loopmq_ioctl(struct block_device *bdev, loopmq_open_mode_t mode,
  * refused rather than misread.
  */
 static int loopmq_compat_ioctl(struct block_device *bdev,
-			       loopmq_open_mode_t mode, unsigned int cmd,
+			       blk_mode_t mode, unsigned int cmd,
 			       unsigned long arg)
 {
 	switch (cmd) {
@@ -1322,7 +1322,7 @@ static int loopmq_compat_ioctl(struct block_device *bdev,
 
 /* ---- open and release ---- */
 
-static int loopmq_open_disk(struct gendisk *disk)
+int loopmq_open_disk(struct gendisk *disk)
 {
 	struct loopmq_device *lo = disk->private_data;
 	int err;
@@ -1338,7 +1338,7 @@ static int loopmq_open_disk(struct gendisk *disk)
 }
 
 /* Called with the disk's open_mutex held, after the opener was uncounted. */
-static void loopmq_release_disk(struct gendisk *disk)
+void loopmq_release_disk(struct gendisk *disk)
 {
 	struct loopmq_device *lo = disk->private_data;
 
@@ -1369,28 +1369,6 @@ static void loopmq_free_disk(struct gendisk *disk)
 	mutex_destroy(&lo->mutex);
 	kfree(lo);
 }
-
-#ifdef LOOPMQ_HAVE_BLK_MODE
-static int loopmq_open(struct gendisk *disk, blk_mode_t mode)
-{
-	return loopmq_open_disk(disk);
-}
-
-static void loopmq_release(struct gendisk *disk)
-{
-	loopmq_release_disk(disk);
-}
-#else
-static int loopmq_open(struct block_device *bdev, fmode_t mode)
-{
-	return loopmq_open_disk(bdev->bd_disk);
-}
-
-static void loopmq_release(struct gendisk *disk, fmode_t mode)
-{
-	loopmq_release_disk(disk);
-}
-#endif
 
 static const struct block_device_operations loopmq_fops = {
 	.owner		= THIS_MODULE,
