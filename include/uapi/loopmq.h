@@ -28,22 +28,28 @@
  *         front; the keys of "loopmqctl --stats -J".  loopmqctl's column
  *         is the name in capitals with '-' for '_' ("FB-" in front of a
  *         fallback reason).
- *   help  one line for loopmqctl --help.
+ *   help  a line of description; loopmqctl --help shows those of the
+ *         paths and fallback reasons with their columns.
  *
  * An entry's position is its value in the ABI (struct loopmq_mode_info,
  * the indexes of struct loopmq_stats): add at the end, never reorder.
+ * A new entry is one line; the code that uses it and the documents that
+ * list the names (loopmq(4), loopmqctl(8), docs/INTERFACES.md, which
+ * make -C tools check compares) are the rest.
  */
 #define LOOPMQ_MODES(X)							\
 	X(DIRECT,	"direct",	"run the request inside queue_rq")	\
 	X(KTHREAD,	"kthread",	"hand every request to the kthread") \
 	X(AIO,		"aio",		"IOCB_NOWAIT aio from queue_rq")	\
-	X(AUTO,		"auto",		"choose per request")
+	X(AUTO,		"auto",		"choose per request")			\
+	/* new entries above this line */
 
 #define LOOPMQ_PATHS(X)							\
 	X(INLINE,	"inline",	"requests run inline in queue_rq")	\
 	X(AIO_INLINE,	"aio_inline",	"aio requests done on submission") \
 	X(AIO_ASYNC,	"aio_async",	"aio requests completed later")	\
-	X(KTHREAD,	"kthread",	"requests run by the kthread")
+	X(KTHREAD,	"kthread",	"requests run by the kthread")		\
+	/* new entries above this line */
 
 /*
  * Why a request that the mode would have run from queue_rq went to the
@@ -61,7 +67,8 @@
 	X(LOCKDEP,	"lockdep",	"lockdep kernel, submitter holds a lock") \
 	X(SIGNAL,	"signal",	"submitter has a signal pending")	\
 	X(WORKER,	"worker",	"blocking call from a workqueue worker") \
-	X(REQNOWAIT,	"reqnowait",	"blocking call for a REQ_NOWAIT request")
+	X(REQNOWAIT,	"reqnowait",	"blocking call for a REQ_NOWAIT request") \
+	/* new entries above this line */
 
 #define __LOOPMQ_MODE_ENUM(id, name, help)	LOOPMQ_MODE_##id,
 #define __LOOPMQ_PATH_ENUM(id, name, help)	LOOPMQ_PATH_##id,
