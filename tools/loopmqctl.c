@@ -90,7 +90,7 @@ enum col_id {
 };
 
 struct column {
-	const char	*name;		/* NULL: made from @stat by init_columns */
+	const char	*name;		/* NULL: init_columns makes it */
 	enum col_type	type;
 	int		right;
 	const char	*help;
@@ -134,26 +134,28 @@ static struct column columns[C_NR] = {
 	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error" },
 };
 
-/* The mode names, ", " between them and @last before the last one. */
+/*
+ * The mode names, ", " between them and @last before the last one; valid
+ * until the next call.
+ */
 static const char *mode_list(const char *last)
 {
-	static char buf[2][128];
-	static int which;
-	char *b = buf[which++ % 2];
+	static char buf[128];
 	size_t o = 0;
 	unsigned int m;
 
-	b[0] = '\0';
-	for (m = 0; m < LOOPMQ_MODE_NR && o < sizeof(buf[0]); m++)
-		o += (size_t)snprintf(b + o, sizeof(buf[0]) - o, "%s%s",
+	buf[0] = '\0';
+	for (m = 0; m < LOOPMQ_MODE_NR && o < sizeof(buf); m++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
 				      !m ? "" : m + 1 < LOOPMQ_MODE_NR ? ", " : last,
 				      lmq_mode_name(m));
-	return b;
+	return buf;
 }
 
 /*
- * The names of the list columns: the list's name in capitals with '-' for
- * '_' ("aio_inline" -> AIO-INLINE), "FB-" in front of a fallback reason.
+ * The MODE column's help, and the names of the list columns: the list's
+ * name (@stat_name) in capitals with '-' for '_' ("aio_inline" ->
+ * AIO-INLINE), "FB-" in front of a fallback reason.
  */
 static void init_columns(void)
 {
