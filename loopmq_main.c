@@ -29,11 +29,14 @@
 #include "loopmq.h"
 #include "loopmq_compat.h"
 
+/* The lists of include/uapi/loopmq.h: names in enum order. */
+#define LOOPMQ_NAME(id, name, help)	name,
+#define LOOPMQ_FB_NAME(id, name, help)	"fb_" name,
+/* " direct kthread aio auto", for messages */
+#define LOOPMQ_MODE_WORD(id, name, help) " " name
+
 static const char * const loopmq_mode_names[LOOPMQ_MODE_NR] = {
-	[LOOPMQ_MODE_DIRECT]	= "direct",
-	[LOOPMQ_MODE_KTHREAD]	= "kthread",
-	[LOOPMQ_MODE_AIO]	= "aio",
-	[LOOPMQ_MODE_AUTO]	= "auto",
+	LOOPMQ_MODES(LOOPMQ_NAME)
 };
 
 /* ---- module parameters: defaults for new devices ---- */
@@ -45,7 +48,8 @@ static int loopmq_param_set_mode(const char *val, const struct kernel_param *kp)
 	int mode = sysfs_match_string(loopmq_mode_names, val);
 
 	if (mode < 0) {
-		pr_err("mode=%s: expected direct, kthread, aio or auto\n", val);
+		pr_err("mode=%s: expected one of:" LOOPMQ_MODES(LOOPMQ_MODE_WORD)
+		       "\n", val);
 		return -EINVAL;
 	}
 	*(int *)kp->arg = mode;
@@ -63,7 +67,8 @@ static const struct kernel_param_ops loopmq_mode_ops = {
 };
 
 module_param_cb(mode, &loopmq_mode_ops, &loopmq_default_mode, 0644);
-MODULE_PARM_DESC(mode, "Dispatch mode of new devices: direct, kthread, aio or auto. Default: auto");
+MODULE_PARM_DESC(mode, "Dispatch mode of new devices, one of:"
+		 LOOPMQ_MODES(LOOPMQ_MODE_WORD) ". Default: auto");
 
 /* A bounded unsigned parameter; the bounds live in the kernel_param. */
 struct loopmq_uint_param {
@@ -440,25 +445,12 @@ static ssize_t mode_store(struct device *dev, struct device_attribute *attr,
 }
 
 static const char * const loopmq_path_names[LOOPMQ_PATH_NR] = {
-	[LOOPMQ_PATH_INLINE]		= "inline",
-	[LOOPMQ_PATH_AIO_INLINE]	= "aio_inline",
-	[LOOPMQ_PATH_AIO_ASYNC]		= "aio_async",
-	[LOOPMQ_PATH_KTHREAD]		= "kthread",
+	LOOPMQ_PATHS(LOOPMQ_NAME)
 };
 
+/* As sysfs shows them: "fb_" and the reason. */
 static const char * const loopmq_fb_names[LOOPMQ_FB_NR] = {
-	[LOOPMQ_FB_STACK]	= "fb_stack",
-	[LOOPMQ_FB_JOURNAL]	= "fb_journal",
-	[LOOPMQ_FB_RECLAIM]	= "fb_reclaim",
-	[LOOPMQ_FB_NESTED]	= "fb_nested",
-	[LOOPMQ_FB_OP]		= "fb_op",
-	[LOOPMQ_FB_EAGAIN]	= "fb_eagain",
-	[LOOPMQ_FB_ADAPTIVE]	= "fb_adaptive",
-	[LOOPMQ_FB_NONOWAIT]	= "fb_nonowait",
-	[LOOPMQ_FB_LOCKDEP]	= "fb_lockdep",
-	[LOOPMQ_FB_SIGNAL]	= "fb_signal",
-	[LOOPMQ_FB_WORKER]	= "fb_worker",
-	[LOOPMQ_FB_REQNOWAIT]	= "fb_reqnowait",
+	LOOPMQ_FALLBACKS(LOOPMQ_FB_NAME)
 };
 
 static void loopmq_sum_stats(struct loopmq_device *lo, struct loopmq_stats *s)

@@ -11,6 +11,7 @@ the counter snapshots taken around each run, takes the median of the runs,
 adds the ratios, and writes bench.json, results.md and iops-vs-backing*.png.
 With --compare, prints how far every cell's median moved between two results.
 """
+import colorsys
 import glob
 import json
 import os
@@ -28,9 +29,23 @@ SHORT = {
     "randread-256k-libaio-4j-qd64": "256k r 4jx64", "randread-4k-psync-qd1": "4k r psync",
 }
 BACKINGS = ["null_blk", "ram", "lat10us", "xfs-file", "ext4-file", "tmpfs-file"]
+
+
+def loopmq_modes():
+    """The dispatch modes in the order of include/uapi/loopmq.h (scripts/names.sh)."""
+    names = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "names.sh")
+    try:
+        r = subprocess.run([names, "modes"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.stderr.write("report: no mode list from %s (%s); loopmq modes in the order "
+                         "the results name them\n" % (names, e))
+        return []
+    return r.stdout.split()
+
+
+# The order of rows and chart bars; main() appends targets only the results name.
 TARGETS = [("null_blk", ""), ("backing", ""), ("dm-linear", ""), ("loop", "dio-on"),
-           ("loop", "dio-off"), ("loopmq", "direct"), ("loopmq", "kthread"),
-           ("loopmq", "aio"), ("loopmq", "auto")]
+           ("loop", "dio-off")] + [("loopmq", m) for m in loopmq_modes()]
 SINGLE_JOB = {"randwrite-512-sync-qd1", "randread-4k-libaio-qd32",
               "randwrite-4k-libaio-qd32", "randread-4k-psync-qd1"}
 
@@ -338,13 +353,30 @@ def markdown(cells, meta_txt):
     return "\n".join(out)
 
 
-CHART_TARGETS = [("null_blk", ""), ("dm-linear", ""), ("loop", "dio-on"), ("loop", "dio-off"),
-                 ("loopmq", "direct"), ("loopmq", "kthread"), ("loopmq", "aio"),
-                 ("loopmq", "auto")]
+# The chart's first colours; more targets get colours spread around the hue circle.
+PALETTE = ["#999999", "#4477aa", "#cc6677", "#ddaa77", "#117733", "#44aa99",
+           "#88ccee", "#332288"]
+
+
+def color(j):
+    if j < len(PALETTE):
+        return PALETTE[j]
+    h = (j - len(PALETTE)) * 0.618034 % 1.0     # golden-ratio steps: far from the last
+    r, g, b = colorsys.hsv_to_rgb(h, 0.6, 0.75)
+    return "#%02x%02x%02x" % (int(r * 255), int(g * 255), int(b * 255))
+
+
+def add_targets(cells):
+    """Append the (target, mode) pairs the results name but TARGETS lacks."""
+    for k in sorted(cells):
+        t = (k[1], k[2])
+        if t not in TARGETS:
+            TARGETS.append(t)
 
 
 def chart(cells, resdir, kernel, png):
     """One panel per backing: IOPS / backing per workload, one bar per target/mode."""
+    targets = [t for t in TARGETS if t != ("backing", "")]
     panels = []
     for b in BACKINGS[1:]:
         wls = [w for w in WORKLOADS if cells.get((kernel, "backing", "", b, w), {}).get("ok")]
@@ -356,10 +388,10 @@ def chart(cells, resdir, kernel, png):
     with open(dat, "w") as f:
         for b, wls in panels:
             f.write("# backing %s\n" % b)
-            f.write("# workload " + " ".join(tname(t, m) for t, m in CHART_TARGETS) + "\n")
+            f.write("# workload " + " ".join(tname(t, m) for t, m in targets) + "\n")
             for w in wls:
                 vals = []
-                for t, m in CHART_TARGETS:
+                for t, m in targets:
                     c = cells.get((kernel, t, m, b if t != "null_blk" else "null_blk", w))
                     v = None
                     if c and c.get("ok"):
@@ -372,8 +404,6 @@ def chart(cells, resdir, kernel, png):
                 f.write('"%s" %s\n' % (SHORT.get(w, w), " ".join(vals)))
             f.write("\n\n")
     n = len(panels)
-    colors = ["#999999", "#4477aa", "#cc6677", "#ddaa77", "#117733", "#44aa99",
-              "#88ccee", "#332288"]
     gp = ["set terminal pngcairo noenhanced size 1100,%d font 'sans,10'" % (330 * n + 40),
           "set output '%s'" % png,
           "set multiplot layout %d,1 title 'loopmq bench, Linux %s: IOPS as a fraction of the "
@@ -386,10 +416,10 @@ def chart(cells, resdir, kernel, png):
     for i, (b, wls) in enumerate(panels):
         gp.append("set title 'backing: %s'" % b)
         plots = []
-        for j, (t, m) in enumerate(CHART_TARGETS):
+        for j, (t, m) in enumerate(targets):
             title = "null_blk (floor)" if t == "null_blk" else tname(t, m)
             plots.append("'%s' index %d using %d:xtic(1) title '%s' lc rgb '%s'" % (
-                dat, i, j + 2, title, colors[j]))
+                dat, i, j + 2, title, color(j)))
         gp.append("plot " + ", ".join(plots))
     gp.append("unset multiplot")
     gpf = os.path.join(resdir, "chart-%s.gp" % kernel)
@@ -484,6 +514,7 @@ def main():
         print("report: no cells found under %s" % resdir)
         return 1
     add_ratios(cells)
+    add_targets(cells)
     cs = sorted(cells.values(), key=order)
     keep = []
     for c in cs:

@@ -21,34 +21,11 @@
 
 #include "lmqdev.h"
 
-const char *const lmq_path_names[LOOPMQ_PATH_NR] = {
-	[LOOPMQ_PATH_INLINE]		= "inline",
-	[LOOPMQ_PATH_AIO_INLINE]	= "aio_inline",
-	[LOOPMQ_PATH_AIO_ASYNC]		= "aio_async",
-	[LOOPMQ_PATH_KTHREAD]		= "kthread",
-};
+#define NAME(id, name, help)	name,
 
-const char *const lmq_fallback_names[LOOPMQ_FB_NR] = {
-	[LOOPMQ_FB_STACK]	= "stack",
-	[LOOPMQ_FB_JOURNAL]	= "journal",
-	[LOOPMQ_FB_RECLAIM]	= "reclaim",
-	[LOOPMQ_FB_NESTED]	= "nested",
-	[LOOPMQ_FB_OP]		= "op",
-	[LOOPMQ_FB_EAGAIN]	= "eagain",
-	[LOOPMQ_FB_ADAPTIVE]	= "adaptive",
-	[LOOPMQ_FB_NONOWAIT]	= "nonowait",
-	[LOOPMQ_FB_LOCKDEP]	= "lockdep",
-	[LOOPMQ_FB_SIGNAL]	= "signal",
-	[LOOPMQ_FB_WORKER]	= "worker",
-	[LOOPMQ_FB_REQNOWAIT]	= "reqnowait",
-};
-
-static const char *const mode_names[LOOPMQ_MODE_NR] = {
-	[LOOPMQ_MODE_DIRECT]	= "direct",
-	[LOOPMQ_MODE_KTHREAD]	= "kthread",
-	[LOOPMQ_MODE_AIO]	= "aio",
-	[LOOPMQ_MODE_AUTO]	= "auto",
-};
+const char *const lmq_path_names[LOOPMQ_PATH_NR] = { LOOPMQ_PATHS(NAME) };
+const char *const lmq_fallback_names[LOOPMQ_FB_NR] = { LOOPMQ_FALLBACKS(NAME) };
+static const char *const mode_names[LOOPMQ_MODE_NR] = { LOOPMQ_MODES(NAME) };
 
 const char *lmq_fallback_name(unsigned int reason)
 {

@@ -71,25 +71,41 @@ static void try_help(void)
 
 enum col_type { T_STR, T_NUM, T_BOOL };
 
+/* A column's cell: a field of lmq_info, a path or a fallback counter. */
+enum col_src { S_INFO, S_PATH, S_FB };
+
+#define COL_PATH_ID(id, name, help)	C_##id,
+#define COL_FB_ID(id, name, help)	C_FB_##id,
+
+/* The per-path and per-fallback columns come from the uapi header's lists. */
 enum col_id {
 	C_NAME, C_AUTOCLEAR, C_BACK_FILE, C_BACK_INO, C_BACK_MAJMIN,
 	C_MAJMIN, C_OFFSET, C_PARTSCAN, C_RO, C_SIZELIMIT, C_DIO, C_LOG_SEC,
-	C_MODE, C_INLINE, C_AIO_INLINE, C_AIO_ASYNC, C_KTHREAD, C_FALLBACKS,
-	C_FB_STACK, C_FB_JOURNAL, C_FB_RECLAIM, C_FB_NESTED, C_FB_OP,
-	C_FB_EAGAIN, C_FB_ADAPTIVE, C_FB_NONOWAIT, C_FB_LOCKDEP, C_FB_SIGNAL,
-	C_FB_WORKER, C_FB_REQNOWAIT, C_WAKEUPS,
-	C_PEAK_INFLIGHT, C_ERRORS,
+	C_MODE,
+	LOOPMQ_PATHS(COL_PATH_ID)
+	C_FALLBACKS,
+	LOOPMQ_FALLBACKS(COL_FB_ID)
+	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_NR
 };
 
 struct column {
-	const char	*name;
+	const char	*name;		/* NULL: init_columns makes it */
 	enum col_type	type;
 	int		right;
 	const char	*help;
+	enum col_src	src;
+	int		stat;		/* S_PATH, S_FB: index in loopmq_stats */
+	const char	*stat_name;	/* S_PATH, S_FB: name in the list */
 };
 
-static const struct column columns[C_NR] = {
+#define COL_PATH(id, name, help) \
+	[C_##id] = { NULL, T_NUM, 1, help, S_PATH, LOOPMQ_PATH_##id, name },
+#define COL_FB(id, name, help) \
+	[C_FB_##id] = { NULL, T_NUM, 1, "fallbacks: " help, S_FB, \
+			LOOPMQ_FB_##id, name },
+
+static struct column columns[C_NR] = {
 	[C_NAME]	= { "NAME", T_STR, 0, "loop device name" },
 	[C_AUTOCLEAR]	= { "AUTOCLEAR", T_BOOL, 1, "autoclear flag set" },
 	[C_BACK_FILE]	= { "BACK-FILE", T_STR, 0, "device backing file" },
@@ -107,46 +123,63 @@ static const struct column columns[C_NR] = {
 			    "access backing file with direct-io" },
 	[C_LOG_SEC]	= { "LOG-SEC", T_NUM, 1,
 			    "logical sector size in bytes" },
-	[C_MODE]	= { "MODE", T_STR, 0,
-			    "dispatch mode (direct, kthread, aio, auto)" },
-	[C_INLINE]	= { "INLINE", T_NUM, 1,
-			    "requests run inline in queue_rq" },
-	[C_AIO_INLINE]	= { "AIO-INLINE", T_NUM, 1,
-			    "aio requests done on submission" },
-	[C_AIO_ASYNC]	= { "AIO-ASYNC", T_NUM, 1,
-			    "aio requests completed later" },
-	[C_KTHREAD]	= { "KTHREAD", T_NUM, 1,
-			    "requests run by the kthread" },
+	[C_MODE]	= { "MODE", T_STR, 0, NULL /* init_columns */ },
+	LOOPMQ_PATHS(COL_PATH)
 	[C_FALLBACKS]	= { "FALLBACKS", T_NUM, 1,
 			    "requests sent to the kthread, all reasons" },
-	[C_FB_STACK]	= { "FB-STACK", T_NUM, 1, "fallbacks: too little stack" },
-	[C_FB_JOURNAL]	= { "FB-JOURNAL", T_NUM, 1,
-			    "fallbacks: inside a journal transaction" },
-	[C_FB_RECLAIM]	= { "FB-RECLAIM", T_NUM, 1,
-			    "fallbacks: submitter in memory reclaim" },
-	[C_FB_NESTED]	= { "FB-NESTED", T_NUM, 1,
-			    "fallbacks: nested loopmq or NOIO scope" },
-	[C_FB_OP]	= { "FB-OP", T_NUM, 1,
-			    "fallbacks: flush, discard, write-zeroes" },
-	[C_FB_EAGAIN]	= { "FB-EAGAIN", T_NUM, 1,
-			    "fallbacks: NOWAIT would have blocked" },
-	[C_FB_ADAPTIVE]	= { "FB-ADAPTIVE", T_NUM, 1,
-			    "fallbacks: recent NOWAIT writes blocked" },
-	[C_FB_NONOWAIT]	= { "FB-NONOWAIT", T_NUM, 1,
-			    "fallbacks: backing file cannot do NOWAIT" },
-	[C_FB_LOCKDEP]	= { "FB-LOCKDEP", T_NUM, 1,
-			    "fallbacks: lockdep kernel, submitter holds a lock" },
-	[C_FB_SIGNAL]	= { "FB-SIGNAL", T_NUM, 1,
-			    "fallbacks: submitter has a signal pending" },
-	[C_FB_WORKER]	= { "FB-WORKER", T_NUM, 1,
-			    "fallbacks: blocking call from a workqueue worker" },
-	[C_FB_REQNOWAIT] = { "FB-REQNOWAIT", T_NUM, 1,
-			     "fallbacks: blocking call for a REQ_NOWAIT request" },
+	LOOPMQ_FALLBACKS(COL_FB)
 	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups" },
 	[C_PEAK_INFLIGHT] = { "PEAK-INFLIGHT", T_NUM, 1,
 			      "most requests in flight" },
 	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error" },
 };
+
+/*
+ * The mode names, ", " between them and @last before the last one; valid
+ * until the next call.
+ */
+static const char *mode_list(const char *last)
+{
+	static char buf[128];
+	size_t o = 0;
+	unsigned int m;
+
+	buf[0] = '\0';
+	for (m = 0; m < LOOPMQ_MODE_NR && o < sizeof(buf); m++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
+				      !m ? "" : m + 1 < LOOPMQ_MODE_NR ? ", " : last,
+				      lmq_mode_name(m));
+	return buf;
+}
+
+/*
+ * The MODE column's help, and the names of the list columns: the list's
+ * name (@stat_name) in capitals with '-' for '_' ("aio_inline" ->
+ * AIO-INLINE), "FB-" in front of a fallback reason.
+ */
+static void init_columns(void)
+{
+	static char names[C_NR][32], mode_help[160];
+	const char *s;
+	size_t o;
+	int c;
+
+	snprintf(mode_help, sizeof(mode_help), "dispatch mode (%s)",
+		 mode_list(", "));
+	columns[C_MODE].help = mode_help;
+	for (c = 0; c < C_NR; c++) {
+		if (columns[c].src == S_INFO)
+			continue;
+		o = (size_t)snprintf(names[c], sizeof(names[c]), "%s",
+				     columns[c].src == S_FB ? "FB-" : "");
+		for (s = columns[c].stat_name; *s && o + 1 < sizeof(names[c]);
+		     s++)
+			names[c][o++] = *s == '_' ? '-' :
+				(char)toupper((unsigned char)*s);
+		names[c][o] = '\0';
+		columns[c].name = names[c];
+	}
+}
 
 static const enum col_id default_columns[] = {
 	C_NAME, C_SIZELIMIT, C_OFFSET, C_AUTOCLEAR, C_RO, C_BACK_FILE, C_DIO,
@@ -215,20 +248,9 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 	case C_SIZELIMIT:
 		v->num = in->sizelimit;
 		break;
-	case C_INLINE: case C_AIO_INLINE: case C_AIO_ASYNC: case C_KTHREAD:
-		v->num = st->path[LOOPMQ_PATH_INLINE + (c - C_INLINE)];
-		need_stats = 1;
-		break;
 	case C_FALLBACKS:
 		for (i = 0; i < LOOPMQ_FB_NR; i++)
 			v->num += st->fallback[i];
-		need_stats = 1;
-		break;
-	case C_FB_STACK: case C_FB_JOURNAL: case C_FB_RECLAIM:
-	case C_FB_NESTED: case C_FB_OP: case C_FB_EAGAIN: case C_FB_ADAPTIVE:
-	case C_FB_NONOWAIT: case C_FB_LOCKDEP: case C_FB_SIGNAL:
-	case C_FB_WORKER: case C_FB_REQNOWAIT:
-		v->num = st->fallback[LOOPMQ_FB_STACK + (c - C_FB_STACK)];
 		need_stats = 1;
 		break;
 	case C_WAKEUPS:
@@ -243,7 +265,13 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 		v->num = st->errors;
 		need_stats = 1;
 		break;
-	case C_NR:
+	default:
+		/* the columns of the header's lists */
+		if (columns[c].src == S_PATH)
+			v->num = st->path[columns[c].stat];
+		else if (columns[c].src == S_FB)
+			v->num = st->fallback[columns[c].stat];
+		need_stats = columns[c].src != S_INFO;
 		break;
 	}
 	if (need_stats) {
@@ -540,7 +568,7 @@ static void usage(void)
 	       " -P, --partscan                create a partitioned loop device\n"
 	       " -r, --read-only               set up a read-only loop device\n"
 	       "     --direct-io[=<on|off>]    open backing file with O_DIRECT\n"
-	       "     --mode <mode>             dispatch mode: direct, kthread, aio, auto\n"
+	       "     --mode <mode>             dispatch mode: %2$s\n"
 	       "     --show                    print device name after setup (with -f)\n"
 	       " -v, --verbose                 verbose mode\n"
 	       "\n"
@@ -556,7 +584,7 @@ static void usage(void)
 	       "\n"
 	       " -h, --help                    display this help\n"
 	       " -V, --version                 display version\n"
-	       "\nAvailable output columns:\n", prog);
+	       "\nAvailable output columns:\n", prog, mode_list(", "));
 	for (c = 0; c < C_NR; c++)
 		printf(" %13s  %s\n", columns[c].name, columns[c].help);
 	printf("\nSizes accept K, M, G, T, P, E (KiB, MiB ...: powers of 1024)"
@@ -1140,6 +1168,7 @@ int main(int argc, char **argv)
 
 	/* getopt's own messages say "loopmqctl:" too */
 	argv[0] = (char *)prog;
+	init_columns();
 	memset(&o, 0, sizeof(o));
 	memset(&f, 0, sizeof(f));
 	for (i = 0; i < (int)(sizeof(default_columns) / sizeof(default_columns[0])); i++)
@@ -1263,7 +1292,7 @@ int main(int argc, char **argv)
 			o.mode = lmq_mode_parse(optarg);
 			if (o.mode < 0) {
 				error_at(NULL, 0, "unknown mode '%s' (expected "
-					 "direct, kthread, aio or auto)", optarg);
+					 "%s)", optarg, mode_list(" or "));
 				return 1;
 			}
 			o.have_mode = 1;

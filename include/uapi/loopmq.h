@@ -17,43 +17,84 @@
 #define LOOPMQ_CONTROL_NAME	"loopmq-control"
 #define LOOPMQ_DISK_PREFIX	"loopmq"
 
-/* Dispatch modes (struct loopmq_mode_info.mode, sysfs loopmq/mode). */
-enum loopmq_mode {
-	LOOPMQ_MODE_DIRECT	= 0,	/* run the request inside queue_rq */
-	LOOPMQ_MODE_KTHREAD	= 1,	/* hand every request to the kthread */
-	LOOPMQ_MODE_AIO		= 2,	/* IOCB_NOWAIT aio from queue_rq */
-	LOOPMQ_MODE_AUTO	= 3,	/* choose per request */
-	LOOPMQ_MODE_NR,
-};
+/*
+ * The names of the dispatch modes, the paths a request can take and the
+ * reasons it falls back to the kthread: one list each, expanded by the
+ * module, lmqdev and the test programs with their own X(ID, name, help):
+ *
+ *   ID    the enumerator: LOOPMQ_MODE_ID, LOOPMQ_PATH_ID, LOOPMQ_FB_ID
+ *   name  as sysfs and loopmqctl show it: loopmq/mode; loopmq/stats and
+ *         "loopmqctl --stats" lines, where a fallback reason has "fb_" in
+ *         front; the keys of "loopmqctl --stats -J".  loopmqctl's column
+ *         is the name in capitals with '-' for '_' ("FB-" in front of a
+ *         fallback reason).
+ *   help  a line of description; loopmqctl --help shows those of the
+ *         paths and fallback reasons with their columns.
+ *
+ * An entry's position is its value in the ABI (struct loopmq_mode_info,
+ * the indexes of struct loopmq_stats): add at the end, never reorder.
+ * A new entry is one line; the code that uses it and the documents that
+ * list the names (loopmq(4), loopmqctl(8), docs/INTERFACES.md, which
+ * make -C tools check compares) are the rest.
+ */
+#define LOOPMQ_MODES(X)							\
+	X(DIRECT,	"direct",	"run the request inside queue_rq")	\
+	X(KTHREAD,	"kthread",	"hand every request to the kthread") \
+	X(AIO,		"aio",		"IOCB_NOWAIT aio from queue_rq")	\
+	X(AUTO,		"auto",		"choose per request")			\
+	/* new entries above this line */
 
-/* Paths a request can take; indexes of loopmq_stats.path[]. */
-enum loopmq_path {
-	LOOPMQ_PATH_INLINE	= 0,	/* executed synchronously in queue_rq */
-	LOOPMQ_PATH_AIO_INLINE	= 1,	/* aio from queue_rq, done on return */
-	LOOPMQ_PATH_AIO_ASYNC	= 2,	/* aio from queue_rq, completed later */
-	LOOPMQ_PATH_KTHREAD	= 3,	/* executed or submitted by the kthread */
-	LOOPMQ_PATH_NR,
-};
+#define LOOPMQ_PATHS(X)							\
+	X(INLINE,	"inline",	"requests run inline in queue_rq")	\
+	X(AIO_INLINE,	"aio_inline",	"aio requests done on submission") \
+	X(AIO_ASYNC,	"aio_async",	"aio requests completed later")	\
+	X(KTHREAD,	"kthread",	"requests run by the kthread")		\
+	/* new entries above this line */
 
 /*
  * Why a request that the mode would have run from queue_rq went to the
- * kthread instead; indexes of loopmq_stats.fallback[].
+ * kthread instead (loopmq_io.c says when each applies).
  */
+#define LOOPMQ_FALLBACKS(X)						\
+	X(STACK,	"stack",	"too little stack")			\
+	X(JOURNAL,	"journal",	"inside a journal transaction")		\
+	X(RECLAIM,	"reclaim",	"submitter in memory reclaim")		\
+	X(NESTED,	"nested",	"nested loopmq or NOIO scope")		\
+	X(OP,		"op",		"flush, discard, write-zeroes")		\
+	X(EAGAIN,	"eagain",	"NOWAIT would have blocked")		\
+	X(ADAPTIVE,	"adaptive",	"recent NOWAIT writes blocked")		\
+	X(NONOWAIT,	"nonowait",	"backing file cannot do NOWAIT")	\
+	X(LOCKDEP,	"lockdep",	"lockdep kernel, submitter holds a lock") \
+	X(SIGNAL,	"signal",	"submitter has a signal pending")	\
+	X(WORKER,	"worker",	"blocking call from a workqueue worker") \
+	X(REQNOWAIT,	"reqnowait",	"blocking call for a REQ_NOWAIT request") \
+	/* new entries above this line */
+
+#define __LOOPMQ_MODE_ENUM(id, name, help)	LOOPMQ_MODE_##id,
+#define __LOOPMQ_PATH_ENUM(id, name, help)	LOOPMQ_PATH_##id,
+#define __LOOPMQ_FB_ENUM(id, name, help)	LOOPMQ_FB_##id,
+
+/* struct loopmq_mode_info.mode, sysfs loopmq/mode */
+enum loopmq_mode {
+	LOOPMQ_MODES(__LOOPMQ_MODE_ENUM)
+	LOOPMQ_MODE_NR,
+};
+
+/* indexes of loopmq_stats.path[] */
+enum loopmq_path {
+	LOOPMQ_PATHS(__LOOPMQ_PATH_ENUM)
+	LOOPMQ_PATH_NR,
+};
+
+/* indexes of loopmq_stats.fallback[] */
 enum loopmq_fallback {
-	LOOPMQ_FB_STACK		= 0,	/* too little stack left */
-	LOOPMQ_FB_JOURNAL	= 1,	/* current->journal_info set */
-	LOOPMQ_FB_RECLAIM	= 2,	/* submitter is in memory reclaim */
-	LOOPMQ_FB_NESTED	= 3,	/* inside loopmq or another NOIO scope */
-	LOOPMQ_FB_OP		= 4,	/* flush/discard/write-zeroes */
-	LOOPMQ_FB_EAGAIN	= 5,	/* IOCB_NOWAIT answered "would block" */
-	LOOPMQ_FB_ADAPTIVE	= 6,	/* recent NOWAIT writes kept blocking */
-	LOOPMQ_FB_NONOWAIT	= 7,	/* backing file cannot do IOCB_NOWAIT */
-	LOOPMQ_FB_LOCKDEP	= 8,	/* lockdep kernel: submitter holds a lock */
-	LOOPMQ_FB_SIGNAL	= 9,	/* submitter has a signal pending */
-	LOOPMQ_FB_WORKER	= 10,	/* blocking call from a workqueue worker */
-	LOOPMQ_FB_REQNOWAIT	= 11,	/* blocking call for a REQ_NOWAIT request */
+	LOOPMQ_FALLBACKS(__LOOPMQ_FB_ENUM)
 	LOOPMQ_FB_NR,
 };
+
+#undef __LOOPMQ_MODE_ENUM
+#undef __LOOPMQ_PATH_ENUM
+#undef __LOOPMQ_FB_ENUM
 
 #define LOOPMQ_STATS_PATHS	8	/* room in loopmq_stats.path[] */
 #define LOOPMQ_STATS_FALLBACKS	16	/* room in loopmq_stats.fallback[] */

@@ -47,7 +47,8 @@
 #include "errnames.h"
 #include "../../include/uapi/loopmq.h"
 
-static const char *const mode_names[] = { "direct", "kthread", "aio", "auto" };
+#define NAME(id, name, help)	name,
+static const char *const mode_names[LOOPMQ_MODE_NR] = { LOOPMQ_MODES(NAME) };
 
 static int result(int rc)
 {
@@ -113,7 +114,7 @@ static int parse_mode(const char *s)
 {
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < LOOPMQ_MODE_NR; i++)
 		if (!strcmp(s, mode_names[i]))
 			return i;
 	return (int)num(s);
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
 			printf("DIRTY flags/reserved not zeroed\n");
 			return 1;
 		}
-		printf("OK %s\n", mi.mode < 4 ? mode_names[mi.mode] : "invalid");
+		printf("OK %s\n", mi.mode < LOOPMQ_MODE_NR ? mode_names[mi.mode] : "invalid");
 		return 0;
 	}
 	if ((!strcmp(cmd, "discard") || !strcmp(cmd, "zeroout")) && argc == 5) {

@@ -19,25 +19,12 @@
 #include <sys/ioctl.h>
 #include "../../include/uapi/loopmq.h"
 
-static const char *const path_names[LOOPMQ_PATH_NR] = {
-	"inline", "aio_inline", "aio_async", "kthread",
-};
-
-/* Indexed by enum loopmq_fallback; names as in sysfs. */
-static const char *const fb_names[] = {
-	[LOOPMQ_FB_STACK] = "fb_stack", [LOOPMQ_FB_JOURNAL] = "fb_journal",
-	[LOOPMQ_FB_RECLAIM] = "fb_reclaim", [LOOPMQ_FB_NESTED] = "fb_nested",
-	[LOOPMQ_FB_OP] = "fb_op", [LOOPMQ_FB_EAGAIN] = "fb_eagain",
-	[LOOPMQ_FB_ADAPTIVE] = "fb_adaptive",
-	[LOOPMQ_FB_NONOWAIT] = "fb_nonowait", [LOOPMQ_FB_LOCKDEP] = "fb_lockdep",
-	[LOOPMQ_FB_SIGNAL] = "fb_signal", [LOOPMQ_FB_WORKER] = "fb_worker",
-	[LOOPMQ_FB_REQNOWAIT] = "fb_reqnowait",
-};
-
-_Static_assert(sizeof(fb_names) / sizeof(fb_names[0]) == LOOPMQ_FB_NR,
-	       "a fallback reason has no name here");
-
-static const char *const mode_names[] = { "direct", "kthread", "aio", "auto" };
+/* Names as in sysfs, from the lists of the uapi header. */
+#define NAME(id, name, help)	name,
+#define FB_NAME(id, name, help)	"fb_" name,
+static const char *const path_names[LOOPMQ_PATH_NR] = { LOOPMQ_PATHS(NAME) };
+static const char *const fb_names[LOOPMQ_FB_NR] = { LOOPMQ_FALLBACKS(FB_NAME) };
+static const char *const mode_names[LOOPMQ_MODE_NR] = { LOOPMQ_MODES(NAME) };
 
 int main(int argc, char **argv)
 {
@@ -81,7 +68,7 @@ int main(int argc, char **argv)
 	printf("kthread_wakeups %llu\n", (unsigned long long)st.kthread_wakeups);
 	printf("peak_inflight %llu\n", (unsigned long long)st.peak_inflight);
 	printf("errors %llu\n", (unsigned long long)st.errors);
-	printf("mode %s\n", st.mode < 4 ? mode_names[st.mode] : "invalid");
+	printf("mode %s\n", st.mode < LOOPMQ_MODE_NR ? mode_names[st.mode] : "invalid");
 	printf("nr_paths %u\n", st.nr_paths);
 	printf("nr_fallbacks %u\n", st.nr_fallbacks);
 	for (i = LOOPMQ_PATH_NR; i < LOOPMQ_STATS_PATHS; i++)
