@@ -645,15 +645,34 @@ void loopmq_thread_stop(struct loopmq_device *lo)
 	kthread_stop(t);
 }
 
+/*
+ * Run @rq in the submitter's task: a NOWAIT kiocb (@aio) or the blocking
+ * call, between loopmq_inline_enter() and loopmq_inline_exit(), with the
+ * stack probe around it.  Only the stack is looked at afterwards: once the
+ * kiocb is queued, @rq may be completed and gone.
+ */
+static int loopmq_run_inline(struct loopmq_device *lo, struct request *rq,
+			     bool aio)
+{
+	struct loopmq_inline in;
+	unsigned long *probe;
+	int ret;
+
+	probe = loopmq_stack_paint();
+	loopmq_inline_enter(&in);
+	ret = aio ? loopmq_aio_submit(lo, rq, true) : loopmq_exec_sync(lo, rq);
+	loopmq_inline_exit(&in);
+	loopmq_stack_measure(lo, probe);
+	return ret;
+}
+
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 			     const struct blk_mq_queue_data *bd)
 {
 	struct request *rq = bd->rq;
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct loopmq_device *lo = rq->q->queuedata;
-	struct loopmq_inline in;
 	enum loopmq_action action;
-	unsigned long *probe;
 	int fb, ret;
 
 	blk_mq_start_request(rq);
@@ -673,11 +692,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), &fb);
 	switch (action) {
 	case LOOPMQ_RUN_SYNC:
-		probe = loopmq_stack_paint();
-		loopmq_inline_enter(&in);
-		ret = loopmq_exec_sync(lo, rq);
-		loopmq_inline_exit(&in);
-		loopmq_stack_measure(lo, probe);
+		ret = loopmq_run_inline(lo, rq, false);
 		if (loopmq_interrupted(ret)) {
 			/* As in loopmq_finish_rw(); cmd->done kept progress. */
 			loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
@@ -689,12 +704,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 		break;
 	case LOOPMQ_RUN_AIO:
 		cmd->nowait = true;
-		probe = loopmq_stack_paint();
-		loopmq_inline_enter(&in);
-		ret = loopmq_aio_submit(lo, rq, true);
-		loopmq_inline_exit(&in);
-		/* Only the stack: @rq may be gone. */
-		loopmq_stack_measure(lo, probe);
+		ret = loopmq_run_inline(lo, rq, true);
 		/* After -EIOCBQUEUED, @rq may be completed and gone. */
 		if (ret != -EIOCBQUEUED)
 			loopmq_finish_rw(lo, rq, ret, false);

@@ -104,33 +104,33 @@ static const struct kernel_param_ops loopmq_uint_ops = {
 	.get	= loopmq_param_get_uint,
 };
 
-static unsigned int g_nr_devices = 1;
+static unsigned int loopmq_nr_devices = 1;
 static struct loopmq_uint_param loopmq_p_nr_devices = {
-	.var = &g_nr_devices, .min = 0, .max = 1024,
+	.var = &loopmq_nr_devices, .min = 0, .max = 1024,
 };
 
 module_param_cb(nr_devices, &loopmq_uint_ops, &loopmq_p_nr_devices, 0444);
 MODULE_PARM_DESC(nr_devices, "Devices created at load time (0-1024). Default: 1");
 
-static unsigned int g_max_part;
+static unsigned int loopmq_max_part;
 static struct loopmq_uint_param loopmq_p_max_part = {
-	.var = &g_max_part, .min = 0, .max = 255,
+	.var = &loopmq_max_part, .min = 0, .max = 255,
 };
 
 module_param_cb(max_part, &loopmq_uint_ops, &loopmq_p_max_part, 0444);
 MODULE_PARM_DESC(max_part, "Maximum partitions per device (0-255). Default: 0");
 
-static unsigned int g_hw_queue_depth = 128;
+static unsigned int loopmq_hw_queue_depth = 128;
 static struct loopmq_uint_param loopmq_p_hw_queue_depth = {
-	.var = &g_hw_queue_depth, .min = 1, .max = 4096,
+	.var = &loopmq_hw_queue_depth, .min = 1, .max = 4096,
 };
 
 module_param_cb(hw_queue_depth, &loopmq_uint_ops, &loopmq_p_hw_queue_depth, 0444);
 MODULE_PARM_DESC(hw_queue_depth, "Queue depth of each hardware queue (1-4096). Default: 128");
 
-static unsigned int g_nr_hw_queues;
+static unsigned int loopmq_nr_hw_queues;
 static struct loopmq_uint_param loopmq_p_nr_hw_queues = {
-	.var = &g_nr_hw_queues, .min = 0, .max = 1024,
+	.var = &loopmq_nr_hw_queues, .min = 0, .max = 1024,
 };
 
 module_param_cb(nr_hw_queues, &loopmq_uint_ops, &loopmq_p_nr_hw_queues, 0444);
@@ -248,14 +248,16 @@ static bool loopmq_can_dio(struct loopmq_device *lo, struct file *file,
 }
 
 /*
- * Decide the per-file I/O properties.  Called with the queue frozen or
- * before the device is live.  The LO_FLAGS_DIRECT_IO flag reports what is
- * really used, as the stock driver does.
+ * Decide the per-file I/O properties, with the queue frozen or before the
+ * device is live.  The LO_FLAGS_DIRECT_IO flag reports what is really
+ * used, as the stock driver does.
  */
 static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 {
 	struct file *file = lo->b.file;
 	struct inode *inode = file->f_mapping->host;
+
+	lockdep_assert_held(&lo->mutex);
 
 	lo->b.use_dio = lo->want_dio && loopmq_can_dio(lo, file, lbs);
 	lo->b.is_reg = S_ISREG(inode->i_mode);
@@ -1422,8 +1424,8 @@ static int loopmq_add(int index)
 	lo->index = err;
 
 	lo->tag_set.ops = &loopmq_mq_ops;
-	lo->tag_set.nr_hw_queues = g_nr_hw_queues ?: num_possible_cpus();
-	lo->tag_set.queue_depth = g_hw_queue_depth;
+	lo->tag_set.nr_hw_queues = loopmq_nr_hw_queues ?: num_possible_cpus();
+	lo->tag_set.queue_depth = loopmq_hw_queue_depth;
 	lo->tag_set.numa_node = NUMA_NO_NODE;
 	lo->tag_set.cmd_size = sizeof(struct loopmq_cmd);
 	/*
@@ -1583,9 +1585,9 @@ static int __init loopmq_init(void)
 	BUILD_BUG_ON(LOOPMQ_PATH_NR > LOOPMQ_STATS_PATHS);
 	BUILD_BUG_ON(LOOPMQ_FB_NR > LOOPMQ_STATS_FALLBACKS);
 
-	if (g_max_part > 0) {
-		loopmq_part_shift = fls(g_max_part);
-		g_max_part = (1U << loopmq_part_shift) - 1;
+	if (loopmq_max_part > 0) {
+		loopmq_part_shift = fls(loopmq_max_part);
+		loopmq_max_part = (1U << loopmq_part_shift) - 1;
 	}
 
 	err = register_blkdev(0, LOOPMQ_DISK_PREFIX);
@@ -1597,12 +1599,12 @@ static int __init loopmq_init(void)
 	if (err)
 		goto out_unregister_blkdev;
 
-	for (i = 0; i < g_nr_devices; i++) {
+	for (i = 0; i < loopmq_nr_devices; i++) {
 		err = loopmq_add(i);
 		if (err < 0)
 			goto out_remove_devices;
 	}
-	pr_info("loaded: %u devices, mode %s\n", g_nr_devices,
+	pr_info("loaded: %u devices, mode %s\n", loopmq_nr_devices,
 		loopmq_mode_names[loopmq_default_mode]);
 	return 0;
 
