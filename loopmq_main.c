@@ -553,16 +553,42 @@ static const struct attribute_group *loopmq_disk_groups[] = {
 
 /* ---- bind and unbind ---- */
 
-static void loopmq_reread_partitions(struct loopmq_device *lo)
+/* Rescan the partition table, with the disk's open_mutex held. */
+static void __loopmq_reread_partitions(struct loopmq_device *lo)
 {
 	int ret;
 
-	mutex_lock(&lo->disk->open_mutex);
+	lockdep_assert_held(&lo->disk->open_mutex);
 	ret = bdev_disk_changed(lo->disk, false);
-	mutex_unlock(&lo->disk->open_mutex);
 	if (ret)
 		pr_warn("%s: partition scan failed: %d\n", lo->disk->disk_name,
 			ret);
+}
+
+static void loopmq_reread_partitions(struct loopmq_device *lo)
+{
+	mutex_lock(&lo->disk->open_mutex);
+	__loopmq_reread_partitions(lo);
+	mutex_unlock(&lo->disk->open_mutex);
+}
+
+/*
+ * The backing's page cache must not recurse into I/O on us: its
+ * allocations lose __GFP_IO and __GFP_FS while @file is bound, and get
+ * back what they had when it is released (loopmq_put_backing_gfp()).
+ */
+static void loopmq_take_backing_gfp(struct loopmq_device *lo,
+				    struct file *file)
+{
+	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
+	mapping_set_gfp_mask(file->f_mapping,
+			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+}
+
+static void loopmq_put_backing_gfp(struct loopmq_device *lo,
+				   struct file *file)
+{
+	mapping_set_gfp_mask(file->f_mapping, lo->old_gfp_mask);
 }
 
 /*
@@ -766,10 +792,7 @@ static int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 	disk_force_media_change(lo->disk);
 	set_disk_ro(lo->disk, lo->lo_flags & LO_FLAGS_READ_ONLY);
 
-	/* The backing's page cache must not recurse into I/O on us. */
-	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
-	mapping_set_gfp_mask(file->f_mapping,
-			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+	loopmq_take_backing_gfp(lo, file);
 
 	lbs = config->block_size ?: loopmq_default_lbs(file);
 	loopmq_update_backing(lo, lbs);
@@ -828,7 +851,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	loopmq_thread_stop(lo);
 	cancel_work_sync(&lo->discard_work);
 
-	mapping_set_gfp_mask(lo->b.file->f_mapping, lo->old_gfp_mask);
+	loopmq_put_backing_gfp(lo, lo->b.file);
 	spin_lock(&lo->file_lock);
 	file = lo->b.file;
 	memset(&lo->b, 0, sizeof(lo->b));
@@ -847,14 +870,9 @@ static void loopmq_unbind(struct loopmq_device *lo)
 		sysfs_remove_group(&disk_to_dev(lo->disk)->kobj,
 				   &loopmq_loop_group);
 	lo->sysfs_loop = false;
-	if (lo->lo_flags & LO_FLAGS_PARTSCAN) {
-		/* The capacity is 0 now: this drops every partition. */
-		int ret = bdev_disk_changed(lo->disk, false);
-
-		if (ret)
-			pr_warn("%s: partition rescan failed: %d\n",
-				lo->disk->disk_name, ret);
-	}
+	/* From ->release: open_mutex is held.  Capacity 0 drops them all. */
+	if (lo->lo_flags & LO_FLAGS_PARTSCAN)
+		__loopmq_reread_partitions(lo);
 	if (!loopmq_part_shift)
 		set_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
 	/* Partitions are gone before user space hears of the change. */
@@ -926,13 +944,11 @@ static int loopmq_change_fd(struct loopmq_device *lo,
 	disk_force_media_change(lo->disk);
 	blk_mq_freeze_queue(lo->disk->queue);
 	old = lo->b.file;
-	mapping_set_gfp_mask(old->f_mapping, lo->old_gfp_mask);
+	loopmq_put_backing_gfp(lo, old);
 	spin_lock(&lo->file_lock);
 	lo->b.file = file;
 	spin_unlock(&lo->file_lock);
-	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
-	mapping_set_gfp_mask(file->f_mapping,
-			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+	loopmq_take_backing_gfp(lo, file);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
 	loopmq_apply(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
