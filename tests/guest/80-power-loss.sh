@@ -45,7 +45,9 @@ seed=${seed:-$(( $(date +%s%N) / 1000 % 1000000000 ))}
 ncells=${PL_CELLS:-$(arg pl.cells)}
 ncells=${ncells:-4}
 RANDOM=$seed
-rnd() { echo $(( (RANDOM << 15 | RANDOM) % $1 )); }
+# rnd N: R=a number below N.  Never through $(...): bash reseeds RANDOM in
+# a subshell, and the seed would not repeat the run.
+rnd() { R=$(( (RANDOM << 15 | RANDOM) % $1 )); }
 t_diag "seed $seed, $ncells cells + control (repeat: tests/vm/run --append 'pl.seed=$seed pl.cells=$ncells' ...)"
 
 W=/tmp/pl LOW=/mnt/pl-low UP=/mnt/pl-up
@@ -251,15 +253,15 @@ run_cell() {
 			case $k in
 			mark|flush|fua)
 				mapfile -t c < <(pick $k)
-				[ ${#c[@]} -gt 0 ] && pts+=("${c[$(rnd ${#c[@]})]}");;
+				[ ${#c[@]} -gt 0 ] && rnd ${#c[@]} && pts+=("${c[R]}");;
 			between)
 				# a crash at entry N: up to the last FLUSH at or before N
-				p=$((setup + 1 + $(rnd $((last - setup)))))
+				rnd $((last - setup)); p=$((setup + 1 + R))
 				e=$(awk -v p="$p" '$1 <= p && $4 ~ /FLUSH/ { e = $1 } END { print e }' $W/sync)
 				[ -n "$e" ] && [ "$e" -gt "$setup" ] && pts+=("between -f $p $e");;
 			prefix)
 				# any prefix: a flush's group of writes partly there
-				p=$((setup + 1 + $(rnd $((last - setup)))))
+				rnd $((last - setup)); p=$((setup + 1 + R))
 				pts+=("prefix -e $p $p");;
 			esac
 		done
@@ -311,19 +313,34 @@ run_cell() {
 # ---- the matrix ------------------------------------------------------------
 # every value of each dimension: modes permuted, each binary dimension
 # balanced (half and half, shuffled); cells past 4 drawn at random
-shuffle() { local a=("$@") i j x; for ((i = ${#a[@]} - 1; i > 0; i--)); do j=$(rnd $((i + 1))); x=${a[i]}; a[i]=${a[j]}; a[j]=$x; done; echo "${a[@]}"; }
-balanced() { local v=() i; for ((i = 0; i < ncells; i++)); do v+=("$([ $((i % 2)) = 0 ] && echo "$1" || echo "$2")"); done; shuffle "${v[@]}"; }
-read -r -a M <<<"$(shuffle direct kthread aio auto)"
-for ((i = 4; i < ncells; i++)); do M+=("$(shuffle direct kthread aio auto | cut -d' ' -f1)"); done
-read -r -a DIO <<<"$(balanced off on)"
-read -r -a LFS <<<"$(balanced ext4 xfs)"
-read -r -a UFS <<<"$(balanced ext4 xfs)"
-read -r -a AL <<<"$(balanced falloc sparse)"
-read -r -a IO <<<"$(balanced buffered direct)"
+# shuffle WORD...: SH=the words in a random order
+shuffle() {
+	local i j x
+	SH=("$@")
+	for ((i = ${#SH[@]} - 1; i > 0; i--)); do
+		rnd $((i + 1)); j=$R
+		x=${SH[i]}; SH[i]=${SH[j]}; SH[j]=$x
+	done
+}
+# balanced A B: SH=ncells words, half A and half B, shuffled
+balanced() {
+	local v=() i
+	for ((i = 0; i < ncells; i++)); do
+		if [ $((i % 2)) = 0 ]; then v+=("$1"); else v+=("$2"); fi
+	done
+	shuffle "${v[@]}"
+}
+shuffle direct kthread aio auto; M=("${SH[@]}")
+for ((i = 4; i < ncells; i++)); do shuffle direct kthread aio auto; M+=("${SH[0]}"); done
+balanced off on; DIO=("${SH[@]}")
+balanced ext4 xfs; LFS=("${SH[@]}")
+balanced ext4 xfs; UFS=("${SH[@]}")
+balanced falloc sparse; AL=("${SH[@]}")
+balanced buffered direct; IO=("${SH[@]}")
 
 t_start=$SECONDS
 for ((i = 0; i < ncells; i++)); do
-	ws=$(rnd 1000000000)
+	rnd 1000000000; ws=$R
 	echo "# cell $((i + 1)): ${M[i]} dio=${DIO[i]} ${LFS[i]}/${UFS[i]} ${AL[i]} ${IO[i]} seed $ws"
 	run_cell "$i" "${M[i]}" "${DIO[i]}" "${LFS[i]}" "${UFS[i]}" "${AL[i]}" "${IO[i]}" "$ws" ""
 	total_points=$((total_points + cell_points)) total_lost=$((total_lost + cell_lost))
@@ -343,8 +360,8 @@ else
 	ctl=emulated ctldesc="emulated: the module has no fault_drop_flush, the writer skips its syncs"
 	t_diag "no fault_drop_flush parameter in this loopmq: emulated control"
 fi
-ws=$(rnd 1000000000)
-cio=buffered; [ "$(rnd 2)" = 1 ] && cio=direct
+rnd 1000000000; ws=$R
+cio=buffered; rnd 2; [ $R = 1 ] && cio=direct
 echo "# negative control ($ctldesc): auto dio=off ext4/ext4 falloc $cio seed $ws"
 run_cell 9 auto off ext4 ext4 falloc "$cio" "$ws" "$ctl"
 if [ "$cell_lost" -gt 0 ]; then
