@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # loopmq bench, guest side: sets up one backing, runs every (target, workload)
-# cell of one group with fio and appends one JSON line per run to
-# /out/bench/runs.jsonl.  bench/run concatenates a generated header (the
+# cell of one group with fio and leaves per cell, in /out/bench/cells/, the
+# fio job file, fio's JSON output and the counter snapshots (cells that could
+# not run: one JSON line each in /out/bench/missing.jsonl), which
+# bench/report.py reads.  bench/run concatenates a generated header (the
 # variables below) with this file into one self-contained script per group.
 #
 # Header variables:
