@@ -256,7 +256,8 @@ static int dev_open(int index, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-static int dev_ioctl(int index, unsigned long cmd, void *arg)
+/* One ioctl on device @index; @arg is the pointer or the value it takes. */
+static int dev_ioctl(int index, unsigned long cmd, unsigned long arg)
 {
 	int fd = dev_open(index, O_RDONLY), r;
 
@@ -284,12 +285,19 @@ int lmq_is_bound(int index)
 	int r;
 
 	memset(&li, 0, sizeof(li));
-	r = dev_ioctl(index, LOOP_GET_STATUS64, &li);
+	r = dev_ioctl(index, LOOP_GET_STATUS64, (unsigned long)&li);
 	if (r == -ENXIO)
 		return 0;
 	return r < 0 ? r : 1;
 }
 
+/*
+ * The mode and the statistics are read through the device node first and
+ * from sysfs when it cannot be opened: sysfs is world-readable where the
+ * node is not (root:disk 0660), so any user can list them, as any user can
+ * run losetup -l; and a device being detached refuses opens (ENXIO) while
+ * its counters are still there to read.
+ */
 static int stats_from_sysfs(const char *disk, struct loopmq_stats *st)
 {
 	char buf[2048], *line, *save = NULL;
@@ -332,7 +340,7 @@ int lmq_get_mode(int index, unsigned int *mode)
 	int r;
 
 	memset(&mi, 0, sizeof(mi));
-	r = dev_ioctl(index, LOOPMQ_GET_MODE, &mi);
+	r = dev_ioctl(index, LOOPMQ_GET_MODE, (unsigned long)&mi);
 	if (r == 0) {
 		*mode = mi.mode;
 		return 0;
@@ -352,7 +360,7 @@ int lmq_set_mode(int index, unsigned int mode)
 
 	memset(&mi, 0, sizeof(mi));
 	mi.mode = mode;
-	return dev_ioctl(index, LOOPMQ_SET_MODE, &mi);
+	return dev_ioctl(index, LOOPMQ_SET_MODE, (unsigned long)&mi);
 }
 
 int lmq_get_stats(int index, struct loopmq_stats *st)
@@ -361,7 +369,7 @@ int lmq_get_stats(int index, struct loopmq_stats *st)
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	r = dev_ioctl(index, LOOPMQ_GET_STATS, st);
+	r = dev_ioctl(index, LOOPMQ_GET_STATS, (unsigned long)st);
 	if (r == 0)
 		return 0;
 	disk_name(index, disk, sizeof(disk));
@@ -377,36 +385,22 @@ int lmq_get_stats(int index, struct loopmq_stats *st)
 
 int lmq_reset_stats(int index)
 {
-	return dev_ioctl(index, LOOPMQ_RESET_STATS, NULL);
+	return dev_ioctl(index, LOOPMQ_RESET_STATS, 0);
 }
 
 int lmq_set_capacity(int index)
 {
-	return dev_ioctl(index, LOOP_SET_CAPACITY, NULL);
+	return dev_ioctl(index, LOOP_SET_CAPACITY, 0);
 }
 
 int lmq_set_direct_io(int index, int on)
 {
-	int fd = dev_open(index, O_RDONLY), r;
-
-	if (fd < 0)
-		return fd;
-	r = ioctl(fd, LOOP_SET_DIRECT_IO, (unsigned long)(on ? 1 : 0));
-	r = r < 0 ? -errno : 0;
-	close(fd);
-	return r;
+	return dev_ioctl(index, LOOP_SET_DIRECT_IO, on ? 1 : 0);
 }
 
 int lmq_set_block_size(int index, unsigned int size)
 {
-	int fd = dev_open(index, O_RDONLY), r;
-
-	if (fd < 0)
-		return fd;
-	r = ioctl(fd, LOOP_SET_BLOCK_SIZE, (unsigned long)size);
-	r = r < 0 ? -errno : 0;
-	close(fd);
-	return r;
+	return dev_ioctl(index, LOOP_SET_BLOCK_SIZE, size);
 }
 
 int lmq_get_info(int index, struct lmq_info *in)
@@ -515,23 +509,41 @@ int lmq_list(int **list, int *count, int sorted)
 
 /* ---- attach / detach -------------------------------------------------- */
 
+const char *lmq_attach_step_name(enum lmq_attach_step step)
+{
+	static const char *const names[] = {
+		[LMQ_STEP_OPEN_FILE] = "open backing file",
+		[LMQ_STEP_OPEN_DEV] = "open device",
+		[LMQ_STEP_ATTACH] = "attach",
+		[LMQ_STEP_SET_STATUS] = "set status",
+		[LMQ_STEP_SET_BLOCK_SIZE] = "set sector size",
+		[LMQ_STEP_SET_DIRECT_IO] = "set direct-io",
+		[LMQ_STEP_SET_MODE] = "set mode",
+	};
+
+	if ((unsigned int)step < sizeof(names) / sizeof(names[0]))
+		return names[step];
+	return "attach";
+}
+
 static int attach_legacy(int dfd, int ffd, const struct loop_config *cfg,
-			 const struct lmq_attach *a, const char **step)
+			 const struct lmq_attach *a,
+			 enum lmq_attach_step *step)
 {
 	struct loop_info64 li = cfg->info;
 
-	*step = "attach";
+	*step = LMQ_STEP_ATTACH;
 	if (ioctl(dfd, LOOP_SET_FD, (unsigned long)ffd) < 0)
 		return -errno;
 	li.lo_flags &= LO_FLAGS_AUTOCLEAR | LO_FLAGS_PARTSCAN;
-	*step = "set status";
+	*step = LMQ_STEP_SET_STATUS;
 	if (ioctl(dfd, LOOP_SET_STATUS64, &li) < 0)
 		goto undo;
-	*step = "set sector size";
+	*step = LMQ_STEP_SET_BLOCK_SIZE;
 	if (a->block_size &&
 	    ioctl(dfd, LOOP_SET_BLOCK_SIZE, (unsigned long)a->block_size) < 0)
 		goto undo;
-	*step = "set direct-io";
+	*step = LMQ_STEP_SET_DIRECT_IO;
 	if (a->direct_io &&
 	    ioctl(dfd, LOOP_SET_DIRECT_IO, 1UL) < 0)
 		goto undo;
@@ -545,17 +557,18 @@ undo:
 	}
 }
 
-int lmq_attach(int index, const struct lmq_attach *a, const char **step)
+int lmq_attach(int index, const struct lmq_attach *a,
+	       enum lmq_attach_step *step)
 {
 	struct loop_config cfg;
 	char *real;
 	int ffd, dfd, r;
 
-	*step = "open backing file";
+	*step = LMQ_STEP_OPEN_FILE;
 	ffd = open(a->file, (a->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (ffd < 0)
 		return -errno;
-	*step = "open device";
+	*step = LMQ_STEP_OPEN_DEV;
 	dfd = dev_open(index, O_RDWR);
 	if (dfd == -EROFS || dfd == -EACCES)
 		dfd = dev_open(index, O_RDONLY);
@@ -580,7 +593,7 @@ int lmq_attach(int index, const struct lmq_attach *a, const char **step)
 		 real ? real : a->file);
 	free(real);
 
-	*step = "attach";
+	*step = LMQ_STEP_ATTACH;
 	/* TEST ONLY: LOOPMQCTL_LEGACY_ATTACH=1 takes the pre-5.8 path */
 	if (getenv("LOOPMQCTL_LEGACY_ATTACH")) {
 		r = -1;
@@ -597,7 +610,7 @@ int lmq_attach(int index, const struct lmq_attach *a, const char **step)
 
 		memset(&mi, 0, sizeof(mi));
 		mi.mode = (unsigned int)a->mode;
-		*step = "set mode";
+		*step = LMQ_STEP_SET_MODE;
 		if (ioctl(dfd, LOOPMQ_SET_MODE, &mi) < 0) {
 			r = -errno;
 			ioctl(dfd, LOOP_CLR_FD, 0);
@@ -610,7 +623,7 @@ int lmq_attach(int index, const struct lmq_attach *a, const char **step)
 
 int lmq_detach(int index)
 {
-	return dev_ioctl(index, LOOP_CLR_FD, NULL);
+	return dev_ioctl(index, LOOP_CLR_FD, 0);
 }
 
 /* ---- numbers ---------------------------------------------------------- */

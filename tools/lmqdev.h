@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * lmqdev: a small library of loopmq device operations, shared by
- * loopmqctl and the test programs.
+ * lmqdev: a small library of loopmq device operations, used by loopmqctl
+ * and its unit tests (tools/tests/unit.c).  The guest test programs in
+ * tests/progs do not link it on purpose: they call the ioctls themselves,
+ * so that a bug here cannot hide the same bug in the driver's ABI.
  *
  * Every function returning int returns 0 (or a non-negative value where
  * documented) on success and a negative errno on failure; it never prints.
@@ -84,13 +86,26 @@ int lmq_get_info(int index, struct lmq_info *info);
  */
 int lmq_list(int **list, int *count, int sorted);
 
+/* The steps of lmq_attach(), in order; lmq_attach_step_name() names one. */
+enum lmq_attach_step {
+	LMQ_STEP_OPEN_FILE,	/* open the backing file */
+	LMQ_STEP_OPEN_DEV,	/* open the device */
+	LMQ_STEP_ATTACH,	/* LOOP_CONFIGURE or LOOP_SET_FD */
+	LMQ_STEP_SET_STATUS,	/* the rest, on kernels without LOOP_CONFIGURE */
+	LMQ_STEP_SET_BLOCK_SIZE,
+	LMQ_STEP_SET_DIRECT_IO,
+	LMQ_STEP_SET_MODE,	/* loopmq's dispatch mode */
+};
+const char *lmq_attach_step_name(enum lmq_attach_step step);
+
 /*
  * Attach a backing file.  LOOP_CONFIGURE, or LOOP_SET_FD +
  * LOOP_SET_STATUS64 (+ block size, dio) when the kernel answers
  * ENOTTY/EINVAL.  When a later step (e.g. the mode) fails, the device is
- * detached again.  *step names the step that failed.
+ * detached again.  *step is the step that failed.
  */
-int lmq_attach(int index, const struct lmq_attach *a, const char **step);
+int lmq_attach(int index, const struct lmq_attach *a,
+	       enum lmq_attach_step *step);
 int lmq_detach(int index);
 int lmq_set_capacity(int index);
 int lmq_set_direct_io(int index, int on);

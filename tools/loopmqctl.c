@@ -545,6 +545,48 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * Options that cannot go together: a command line may give at most one
+ * option of each row (as losetup's exclusivity table).  Rows end with 0.
+ */
+static const int exclusive[][9] = {
+	/* the actions */
+	{ 'a', 'c', 'd', 'D', 'f', 'j', OPT_STATS, OPT_RESET_STATS, 0 },
+	{ 'J', OPT_RAW, 0 },
+	{ 'O', OPT_OUTPUT_ALL, 0 },
+};
+
+static const char *long_name(int c)
+{
+	const struct option *lo;
+
+	for (lo = longopts; lo->name; lo++)
+		if (lo->val == c)
+			return lo->name;
+	return "?";
+}
+
+/* Refuse option @c when another of one of its rows came first (@seen). */
+static int check_exclusive(int c, int seen[])
+{
+	size_t r;
+	const int *p;
+
+	for (r = 0; r < sizeof(exclusive) / sizeof(exclusive[0]); r++) {
+		for (p = exclusive[r]; *p && *p != c; p++)
+			;
+		if (!*p)
+			continue;
+		if (seen[r] && seen[r] != c) {
+			error_at(NULL, 0, "options --%s and --%s are mutually "
+				 "exclusive", long_name(seen[r]), long_name(c));
+			return -1;
+		}
+		seen[r] = c;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	int c;
@@ -619,15 +661,9 @@ struct opts {
 	int		dio, mode;
 };
 
-static int set_action(struct opts *o, enum action a)
+static void set_action(struct opts *o, enum action a)
 {
-	if (o->act != A_NONE && o->act != a) {
-		error_at(NULL, 0, "options %s and %s are mutually exclusive",
-			 action_opt[o->act], action_opt[a]);
-		return -1;
-	}
 	o->act = a;
-	return 0;
 }
 
 static int parse_number(const char *what, const char *arg, uint64_t *v)
@@ -742,7 +778,7 @@ static int do_attach(const struct opts *o, const char *devarg,
 	struct lmq_attach a;
 	struct lmq_info in;
 	uint64_t size = 0;
-	const char *step = "";
+	enum lmq_attach_step step = LMQ_STEP_OPEN_FILE;
 	char path[LMQ_NAME_MAX];
 	int index = -1, r, tries;
 
@@ -811,15 +847,21 @@ static int do_attach(const struct opts *o, const char *devarg,
 		break;
 	}
 	if (r) {
-		if (!strcmp(step, "open backing file"))
+		switch (step) {
+		case LMQ_STEP_OPEN_FILE:
 			error_at(file, -r, "cannot open backing file");
-		else if (!strcmp(step, "open device"))
+			break;
+		case LMQ_STEP_OPEN_DEV:
 			error_at(path, -r, "cannot open device");
-		else if (!strcmp(step, "attach"))
+			break;
+		case LMQ_STEP_ATTACH:
 			error_at(path, -r, "attach failed");
-		else
+			break;
+		default:
 			error_at(path, -r, "%s failed (device detached again)",
-				 step);
+				 lmq_attach_step_name(step));
+			break;
+		}
 		return 1;
 	}
 	if (a.direct_io && lmq_get_info(index, &in) == 0 && !in.dio)
@@ -1163,6 +1205,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct outfmt f;
 	uint64_t v;
+	int excl_seen[sizeof(exclusive) / sizeof(exclusive[0])] = { 0 };
 	int c, nargs, i;
 	char **args;
 
@@ -1176,10 +1219,11 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "ab:c:d:Dfhj:JlnO:o:PrvV", longopts,
 				NULL)) != -1) {
+		if (check_exclusive(c, excl_seen))
+			return 1;
 		switch (c) {
 		case 'a':
-			if (set_action(&o, A_ALL))
-				return 1;
+			set_action(&o, A_ALL);
 			break;
 		case 'b':
 			if (parse_number("sector size", optarg, &v))
@@ -1195,14 +1239,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			/* as losetup: the device is the option's argument */
-			if (set_action(&o, A_CAPACITY))
-				return 1;
+			set_action(&o, A_CAPACITY);
 			o.actdev = optarg;
 			break;
 		case 'd':
 			/* the first device is the argument, more may follow */
-			if (set_action(&o, A_DETACH))
-				return 1;
+			set_action(&o, A_DETACH);
 			if (o.actdev) {
 				error_at(NULL, 0, "option --detach given twice");
 				return 1;
@@ -1210,19 +1252,16 @@ int main(int argc, char **argv)
 			o.actdev = optarg;
 			break;
 		case 'D':
-			if (set_action(&o, A_DETACH_ALL))
-				return 1;
+			set_action(&o, A_DETACH_ALL);
 			break;
 		case 'f':
-			if (set_action(&o, A_FIND))
-				return 1;
+			set_action(&o, A_FIND);
 			break;
 		case 'h':
 			usage();
 			return 0;
 		case 'j':
-			if (set_action(&o, A_ASSOC))
-				return 1;
+			set_action(&o, A_ASSOC);
 			o.assoc = optarg;
 			break;
 		case 'J':
@@ -1298,12 +1337,10 @@ int main(int argc, char **argv)
 			o.have_mode = 1;
 			break;
 		case OPT_STATS:
-			if (set_action(&o, A_STATS))
-				return 1;
+			set_action(&o, A_STATS);
 			break;
 		case OPT_RESET_STATS:
-			if (set_action(&o, A_RESET))
-				return 1;
+			set_action(&o, A_RESET);
 			break;
 		default:
 			try_help();
@@ -1323,15 +1360,6 @@ int main(int argc, char **argv)
 	}
 
 	/* output format */
-	if (o.json && o.raw) {
-		error_at(NULL, 0, "options --json and --raw are mutually exclusive");
-		return 1;
-	}
-	if (o.output && o.output_all) {
-		error_at(NULL, 0, "options --output and --output-all are "
-			 "mutually exclusive");
-		return 1;
-	}
 	if (o.output_all) {
 		f.ncols = 0;
 		for (i = 0; i < C_NR; i++)
