@@ -143,8 +143,8 @@ int loopmq_thread_start(struct loopmq_device *lo);
 void loopmq_thread_stop(struct loopmq_device *lo);
 void loopmq_kthread_queue(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 			  bool wake);
-void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
-		      bool async);
+void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
+		       bool async);
 void loopmq_discard_work(struct work_struct *work);
 
 /* loopmq_aio.c */

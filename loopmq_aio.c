@@ -81,7 +81,7 @@ static void loopmq_aio_complete(struct kiocb *iocb, long ret)
 		kiocb_end_write(iocb);
 	cmd->res = ret;
 	if (atomic_dec_and_test(&cmd->ref))
-		loopmq_finish_rw(lo, rq, ret, true);
+		loopmq_kiocb_done(lo, rq, ret, true);
 }
 
 /*
@@ -156,7 +156,7 @@ static ssize_t loopmq_call(struct loopmq_device *lo, struct kiocb *iocb,
  *
  * Return: -EIOCBQUEUED when ->ki_complete will finish the request (which
  * may already have happened: the caller must not touch @rq then), or the
- * result of the call, for the caller to pass to loopmq_finish_rw(): also
+ * result of the call, for the caller to pass to loopmq_kiocb_done(): also
  * when the completion ran before the call returned.
  */
 int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,

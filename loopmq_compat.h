@@ -77,7 +77,7 @@ static inline void loopmq_release(struct gendisk *disk, fmode_t mode)
 }
 #endif
 
-/* What loopmq asks of its queue; applied by loopmq_apply_limits(). */
+/* What loopmq asks of its queue; applied by loopmq_queue_set_limits(). */
 struct loopmq_limits {
 	unsigned int	logical_block_size;
 	unsigned int	max_discard_sectors;	/* 0: no discard */
@@ -99,8 +99,8 @@ struct loopmq_limits {
 #endif
 
 #ifdef LOOPMQ_HAVE_ATOMIC_LIMITS
-static inline void loopmq_fill_queue_limits(struct queue_limits *lim,
-					    const struct loopmq_limits *l)
+static inline void loopmq_to_queue_limits(struct queue_limits *lim,
+					  const struct loopmq_limits *l)
 {
 	lim->logical_block_size = l->logical_block_size;
 	lim->physical_block_size = l->logical_block_size;
@@ -123,21 +123,21 @@ static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
 {
 	struct queue_limits lim = { };
 
-	loopmq_fill_queue_limits(&lim, l);
+	loopmq_to_queue_limits(&lim, l);
 	return blk_mq_alloc_disk(set, &lim, data);
 }
 
-static inline int loopmq_apply_limits(struct request_queue *q,
-				      const struct loopmq_limits *l)
+static inline int loopmq_queue_set_limits(struct request_queue *q,
+					  const struct loopmq_limits *l)
 {
 	struct queue_limits lim = queue_limits_start_update(q);
 
-	loopmq_fill_queue_limits(&lim, l);
+	loopmq_to_queue_limits(&lim, l);
 	return queue_limits_commit_update(q, &lim);
 }
 #else
-static inline int loopmq_apply_limits(struct request_queue *q,
-				      const struct loopmq_limits *l)
+static inline int loopmq_queue_set_limits(struct request_queue *q,
+					  const struct loopmq_limits *l)
 {
 	blk_queue_logical_block_size(q, l->logical_block_size);
 	blk_queue_physical_block_size(q, l->logical_block_size);
@@ -158,7 +158,7 @@ static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
 	struct gendisk *disk = blk_mq_alloc_disk(set, data);
 
 	if (!IS_ERR(disk))
-		loopmq_apply_limits(disk->queue, l);
+		loopmq_queue_set_limits(disk->queue, l);
 	return disk;
 }
 #endif

@@ -444,7 +444,16 @@ static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 	return ret;
 }
 
-static void loopmq_end(struct request *rq, int err)
+/*
+ * Three ways a request ends.  loopmq_end_errno() ends it here and now with
+ * the result of a synchronous call (0 or -errno): the status, then
+ * loopmq_complete_rq(), blk-mq's ->complete handler, called directly.
+ * loopmq_kiocb_done() takes a kiocb's result, which may not end the
+ * request at all (would block, short, interrupted: the kthread goes on),
+ * and from ->ki_complete completes it through blk_mq_complete_request(),
+ * which calls loopmq_complete_rq() where blk-mq chooses.
+ */
+static void loopmq_end_errno(struct request *rq, int err)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
@@ -506,8 +515,8 @@ static void loopmq_kthread_kick(struct loopmq_device *lo)
  * The end of a read or write submitted as a kiocb: from queue_rq or the
  * kthread when the call returned, or from ->ki_complete (@async).
  */
-void loopmq_finish_rw(struct loopmq_device *lo, struct request *rq, long ret,
-		      bool async)
+void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
+		       bool async)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	unsigned int len = blk_rq_bytes(rq);
@@ -577,11 +586,11 @@ static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 		/* Async: the kthread must not serialise direct I/O. */
 		ret = loopmq_aio_submit(lo, rq, false);
 		if (ret != -EIOCBQUEUED)
-			loopmq_finish_rw(lo, rq, ret, false);
+			loopmq_kiocb_done(lo, rq, ret, false);
 	} else {
 		ret = loopmq_exec_sync(lo, rq);
 		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
-		loopmq_end(rq, ret);
+		loopmq_end_errno(rq, ret);
 	}
 	kthread_associate_blkcg(NULL);
 }
@@ -685,7 +694,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	/* Unbound (a request racing detach), or a write to a read-only one. */
 	if (unlikely(!lo->b.file ||
 		     (op_is_write(req_op(rq)) && lo->b.read_only))) {
-		loopmq_end(rq, -EIO);
+		loopmq_end_errno(rq, -EIO);
 		goto out;
 	}
 
@@ -694,20 +703,20 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	case LOOPMQ_RUN_SYNC:
 		ret = loopmq_run_inline(lo, rq, false);
 		if (loopmq_interrupted(ret)) {
-			/* As in loopmq_finish_rw(); cmd->done kept progress. */
+			/* As in loopmq_kiocb_done(); cmd->done kept progress. */
 			loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
 			loopmq_kthread_queue(lo, cmd, false);
 			break;
 		}
 		loopmq_count_path(lo, LOOPMQ_PATH_INLINE);
-		loopmq_end(rq, ret);
+		loopmq_end_errno(rq, ret);
 		break;
 	case LOOPMQ_RUN_AIO:
 		cmd->nowait = true;
 		ret = loopmq_run_inline(lo, rq, true);
 		/* After -EIOCBQUEUED, @rq may be completed and gone. */
 		if (ret != -EIOCBQUEUED)
-			loopmq_finish_rw(lo, rq, ret, false);
+			loopmq_kiocb_done(lo, rq, ret, false);
 		break;
 	case LOOPMQ_RUN_KTHREAD:
 		if (fb >= 0)

@@ -276,8 +276,8 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 		lo->lo_flags &= ~LO_FLAGS_DIRECT_IO;
 }
 
-static void loopmq_fill_limits(struct loopmq_device *lo, unsigned int lbs,
-			       struct loopmq_limits *l)
+static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs,
+				      struct loopmq_limits *l)
 {
 	struct file *file = lo->b.file;
 	struct inode *inode = file->f_mapping->host;
@@ -315,12 +315,12 @@ static unsigned int loopmq_lbs(struct loopmq_device *lo)
 	return queue_logical_block_size(lo->disk->queue);
 }
 
-static int loopmq_apply(struct loopmq_device *lo, unsigned int lbs)
+static int loopmq_set_backing_limits(struct loopmq_device *lo, unsigned int lbs)
 {
 	struct loopmq_limits l;
 
-	loopmq_fill_limits(lo, lbs, &l);
-	return loopmq_apply_limits(lo->disk->queue, &l);
+	loopmq_limits_for_backing(lo, lbs, &l);
+	return loopmq_queue_set_limits(lo->disk->queue, &l);
 }
 
 /* Called from the I/O path's work item when fallocate said EOPNOTSUPP. */
@@ -332,7 +332,7 @@ void loopmq_discard_work(struct work_struct *work)
 	mutex_lock(&lo->mutex);
 	if (lo->state == LOOPMQ_BOUND) {
 		blk_mq_freeze_queue(lo->disk->queue);
-		loopmq_apply(lo, loopmq_lbs(lo));
+		loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 		blk_mq_unfreeze_queue(lo->disk->queue);
 	}
 	mutex_unlock(&lo->mutex);
@@ -796,7 +796,7 @@ static int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 
 	lbs = config->block_size ?: loopmq_default_lbs(file);
 	loopmq_update_backing(lo, lbs);
-	loopmq_apply(lo, lbs);
+	loopmq_set_backing_limits(lo, lbs);
 	loopmq_set_size(lo, loopmq_backing_size(file, lo->b.offset,
 						lo->sizelimit));
 	/* Only a listing depends on it: a failure does not fail the bind. */
@@ -858,7 +858,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	spin_unlock(&lo->file_lock);
 	lo->sizelimit = 0;
 	memset(lo->file_name, 0, LO_NAME_SIZE);
-	loopmq_apply_limits(q, &l);
+	loopmq_queue_set_limits(q, &l);
 	/* Capacity 0 before unfreezing: no request may find no file. */
 	invalidate_disk(lo->disk);
 	blk_mq_unfreeze_queue(q);
@@ -950,7 +950,7 @@ static int loopmq_change_fd(struct loopmq_device *lo,
 	spin_unlock(&lo->file_lock);
 	loopmq_take_backing_gfp(lo, file);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
-	loopmq_apply(lo, loopmq_lbs(lo));
+	loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
 	mutex_unlock(&lo->mutex);
 	mutex_unlock(&loopmq_bind_mutex);
@@ -996,7 +996,7 @@ static int loopmq_set_status(struct loopmq_device *lo,
 		       (info->lo_flags & LOOP_SET_STATUS_SETTABLE_FLAGS) |
 		       (prev & ~LOOP_SET_STATUS_CLEARABLE_FLAGS);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
-	loopmq_apply(lo, loopmq_lbs(lo));
+	loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
 	loopmq_set_size(lo, loopmq_backing_size(lo->b.file, lo->b.offset,
 						lo->sizelimit));
@@ -1098,7 +1098,7 @@ static int loopmq_set_block_size(struct loopmq_device *lo,
 	invalidate_bdev(lo->disk->part0);
 	blk_mq_freeze_queue(lo->disk->queue);
 	loopmq_update_backing(lo, arg);
-	err = loopmq_apply(lo, arg);
+	err = loopmq_set_backing_limits(lo, arg);
 	blk_mq_unfreeze_queue(lo->disk->queue);
 out_unlock:
 	mutex_unlock(&lo->mutex);
