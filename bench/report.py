@@ -11,6 +11,7 @@ the counter snapshots taken around each run, takes the median of the runs,
 adds the ratios, and writes bench.json, results.md and iops-vs-backing*.png.
 With --compare, prints how far every cell's median moved between two results.
 """
+import argparse
 import colorsys
 import glob
 import json
@@ -501,15 +502,26 @@ def summary(dirs):
 
 
 def main():
-    args = sys.argv[1:]
-    if args and args[0] == "--summary":
-        return summary(args[1:])
-    if len(args) == 3 and args[1] == "--compare":
-        return compare(args[0], args[2])
-    if len(args) != 1:
-        print(__doc__)
-        return 2
-    resdir = args[0]
+    ap = argparse.ArgumentParser(
+        description="loopmq bench report: guest cell files -> bench.json, "
+                    "results.md, PNG chart.")
+    ap.add_argument("results", nargs="+", metavar="RESULTS_DIR",
+                    help="a bench/run output directory (several with --summary)")
+    ap.add_argument("--compare", metavar="OTHER_RESULTS_DIR",
+                    help="print how far every cell's median moved from "
+                         "RESULTS_DIR to OTHER_RESULTS_DIR")
+    ap.add_argument("--summary", action="store_true",
+                    help="a compact IOPS / %%-of-backing table of the results")
+    a = ap.parse_args()
+    if a.summary:
+        if a.compare:
+            ap.error("--summary and --compare are mutually exclusive")
+        return summary(a.results)
+    if len(a.results) != 1:
+        ap.error("one RESULTS_DIR, except with --summary")
+    if a.compare:
+        return compare(a.results[0], a.compare)
+    resdir = a.results[0]
     cells = load(resdir)
     if not cells:
         print("report: no cells found under %s" % resdir)
