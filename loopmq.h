@@ -131,6 +131,13 @@ extern bool loopmq_stack_probe;
 extern bool loopmq_nowait_adaptive;
 extern bool loopmq_fault_drop_flush;
 extern bool loopmq_lockdep_guard;
+extern const char * const loopmq_mode_names[LOOPMQ_MODE_NR];
+
+/* loopmq_sysfs.c */
+extern const struct attribute_group loopmq_loop_group;
+extern const struct attribute_group *loopmq_disk_groups[];
+void loopmq_sum_stats(struct loopmq_device *lo, struct loopmq_stats *s);
+void loopmq_reset_stats(struct loopmq_device *lo);
 
 /* loopmq_io.c */
 blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
