@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 40-loopmqctl-attach: every loopmqctl setup option against the device state
 # it must produce: sysfs (loop/*, ro, queue/logical_block_size, partitions),
 # the status util-linux losetup reads, the size blockdev sees, and data
@@ -8,7 +9,6 @@
 # device-name form, -D.  LMQ_DRIVER=loop (or lmq_driver=loop on the kernel
 # command line) runs it against the stock loop driver through the tool's
 # test-only LOOPMQCTL_PREFIX=loop.
-# timeout: 300
 DESCRIPTION="every loopmqctl setup option against the device state it must produce"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 41-loopmqctl-list: loopmqctl lists exactly what util-linux losetup lists.
 # (a) On the stock loop driver (through the tool's test-only
 #     LOOPMQCTL_PREFIX=loop) the two tools print the same -l table, --raw,
@@ -10,7 +11,6 @@
 #     util-linux losetup reads a loopmq device like loopmqctl does.
 # (c) Output formats: no devices -> nothing; JSON types; -O, +COL,
 #     --output-all, lower-case column names, escapes.
-# timeout: 300
 DESCRIPTION="loopmqctl lists exactly what util-linux losetup lists"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 42-loopmqctl-errors: bad input, one check each: the message names the
 # object and the cause, the exit status is non-zero, and nothing changed
 # (no device bound, added or altered).  Missing file, directory, unreadable
@@ -9,7 +10,6 @@
 # past the end, negative/overflowing/junk numbers, unknown mode, unknown
 # column, conflicting options, options of another action, a failing step
 # after the attach (device detached again), module not loaded.
-# timeout: 300
 DESCRIPTION="loopmqctl's bad input: message, exit status, nothing changed"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
