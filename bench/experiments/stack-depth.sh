@@ -17,11 +17,14 @@
 # Prints one "stack:" line per device and situation, and the table in
 # /out/stack-depth-<kernel>.txt.  sd_parts=a,b on the kernel command line
 # (--append) runs only those parts.
-. /tests/lib/driver.sh
+DESCRIPTION="how deep loopmq's inline calls go where the stack is deep (an experiment)"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	grep -q ' kasan_report$' /proc/kallsyms && skip_all "no stack probe on KASAN kernels"
+	require_cmd fio mkfs.ext4 mkfs.xfs dmsetup fstrim
+}
+. /tests/lib/guest.sh
 exec 2>&1
-
-grep -q ' kasan_report$' /proc/kallsyms && skip_all "no stack probe on KASAN kernels"
-require_cmd fio mkfs.ext4 mkfs.xfs dmsetup fstrim
 
 K=$(uname -r | cut -d. -f1,2)
 PARTS=$(sed -n 's/.*sd_parts=\([a-d,]*\).*/\1/p' /proc/cmdline)

@@ -4,8 +4,8 @@
 # tools ahead of busybox, the scratch disk, fio's I/O engines, filesystems
 # on the scratch disk, the tests/lib helpers.
 # timeout: 240
-. /tests/lib/tap.sh
-. /tests/lib/loopmq.sh
+DESCRIPTION="the guest environment tests/README.md promises, and the library's helpers"
+. /tests/lib/guest.sh
 
 for t in bash fio losetup blockdev fallocate mkfs.ext4 e2fsck mkfs.xfs xfs_io \
 	dmsetup dd sha256sum cmp stat truncate timeout jq modprobe; do
@@ -20,7 +20,7 @@ like "$(losetup --version)" 'util-linux' "losetup is util-linux"
 is "$(readlink -f /bin/sh)" /usr/bin/bash "/bin/sh is bash"
 check "loopmq.ko is in extra/" test -f "/lib/modules/$(uname -r)/extra/loopmq.ko"
 check_fail "loopmq not loaded at start" grep -q '^loopmq ' /proc/modules
-check "tests at /tests" test -r /tests/lib/tap.sh
+check "tests at /tests" test -r /tests/lib/guest.sh
 check "/dev/vda is a block device" test -b /dev/vda
 is "$(blockdev --getsize64 /dev/vda)" 2147483648 "/dev/vda is 2 GiB"
 is "$(dd if=/dev/vda bs=1M count=4 2>/dev/null | tr -d '\0' | wc -c)" 0 "/dev/vda starts zeroed"
@@ -55,12 +55,12 @@ expect_errno ENOENT "expect_errno sees ENOENT" cat /nonexistent
 expect_errno EINVAL "expect_errno sees EINVAL" blockdev --setbsz 3 /dev/vda
 if lmq_load 2>/dev/null; then
 	pass "lmq_load"
-	check "/dev/loopmq0 exists" test -b /dev/loopmq0
+	check "$(lmq_dev 0) exists" test -b "$(lmq_dev 0)"
 	check "lmq_unload" lmq_unload
-	check_fail "loopmq unloaded" grep -q '^loopmq ' /proc/modules
-elif grep -q '^loopmq ' /proc/modules; then
-	skip "lmq_load" "this loopmq.ko has no /dev/loopmq-control yet"
+	check_fail "$LMQ_MOD unloaded" grep -q "^$LMQ_MOD " /proc/modules
+elif grep -q "^$LMQ_MOD " /proc/modules; then
+	skip "lmq_load" "this $LMQ_MOD.ko has no $LMQ_CTL yet"
 else
-	fail "lmq_load" "modprobe loopmq failed"
+	fail "lmq_load" "modprobe $LMQ_MOD failed"
 fi
 done_testing

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Smoke test: loopmq loads with modprobe, shows in /proc/modules, unloads.
 # timeout: 60
-. /tests/lib/tap.sh
+DESCRIPTION="loopmq.ko loads with modprobe, shows in /proc/modules and unloads"
+. /tests/lib/guest.sh
 
 not_loaded() { ! grep -q '^loopmq ' /proc/modules; }
 

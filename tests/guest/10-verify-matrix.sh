@@ -9,39 +9,43 @@
 #   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
 # Every cell must finish with no fio error and no verify mismatch, and the
 # device must report the requested block size and dio state.
-. /tests/lib/driver.sh
+DESCRIPTION="fio crc32c verify in every mode x backing x logical block size"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t10
 mkdir -p $M
-modprobe brd rd_nr=1 rd_size=32768 || { t_fail "modprobe brd"; t_done; }
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+modprobe brd rd_nr=1 rd_size=32768 || { fail "modprobe brd"; stop_testing; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0)
 
 cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	local mode=$1 b=$2 dio=$3 lbs=$4 tag="$5/$1/lbs=$4" flags=0 out
 	[ $dio = 1 ] && flags=16
-	t_is "$(lmq-ioctl configure $D $b $flags $lbs)" OK "$tag: LOOP_CONFIGURE dio=$dio" || return
-	lmq_mode 0 $mode || t_fail "$tag: set mode"
-	[ -b $D ] || { t_fail "$tag: $D is not a block device"; return; }
-	t_is "$(cat $S/queue/logical_block_size) $(cat $S/loop/dio)" "$lbs $dio" "$tag: block size, dio"
+	is "$(lmq-ioctl configure $D $b $flags $lbs)" OK "$tag: LOOP_CONFIGURE dio=$dio" || return
+	lmq_mode 0 $mode || fail "$tag: set mode"
+	[ -b $D ] || { fail "$tag: $D is not a block device"; return; }
+	is "$(cat $S/queue/logical_block_size) $(cat $S/loop/dio)" "$lbs $dio" "$tag: block size, dio"
 	out=$(fio --name=wv --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
 		--rw=randwrite --bsrange=$lbs-64k --size=4M --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --output-format=terse 2>&1)
-	[ $? = 0 ] && t_ok "$tag: write then verify" ||
-		{ t_fail "$tag: write then verify"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
+	[ $? = 0 ] && pass "$tag: write then verify" ||
+		{ fail "$tag: write then verify"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
 	out=$(fio --name=rw --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
 		--rw=randrw --bs=$((lbs > 4096 ? lbs : 4096)) --size=4M --io_size=3M \
 		--verify=crc32c --verify_backlog=32 --verify_fatal=1 --output-format=terse 2>&1)
-	[ $? = 0 ] && t_ok "$tag: randrw with verify_backlog" ||
-		{ t_fail "$tag: randrw with verify_backlog"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
+	[ $? = 0 ] && pass "$tag: randrw with verify_backlog" ||
+		{ fail "$tag: randrw with verify_backlog"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
 	if [ $lbs = 4096 ]; then	# a 512-byte direct read must be refused
-		t_is "$(lmq-ioctl pread $D 512 512 direct)" EINVAL "$tag: 512 B O_DIRECT refused"
+		is "$(lmq-ioctl pread $D 512 512 direct)" EINVAL "$tag: 512 B O_DIRECT refused"
 	fi
 	if lmq_is_mq; then
-		t_is "$(lmq_stat 0 errors)" 0 "$tag: stats errors"
+		is "$(lmq_stat 0 errors)" 0 "$tag: stats errors"
 	fi
-	t_is "$(lmq-ioctl clr-fd $D)" OK "$tag: LOOP_CLR_FD"
+	is "$(lmq-ioctl clr-fd $D)" OK "$tag: LOOP_CLR_FD"
 }
 
 backings() {	# run every mode x lbs on one backing
@@ -55,14 +59,14 @@ backings() {	# run every mode x lbs on one backing
 
 if mkfs.ext4 -q -F /dev/vda && mount /dev/vda $M && truncate -s 24M $M/img; then
 	backings ext4 $M/img 1; umount $M
-else t_fail "ext4 backing setup"; fi
+else fail "ext4 backing setup"; fi
 if mkfs.xfs -q -f /dev/vda && mount /dev/vda $M && truncate -s 24M $M/img; then
 	backings xfs $M/img 1; umount $M
-else t_fail "xfs backing setup"; fi
+else fail "xfs backing setup"; fi
 backings brd /dev/ram0 1
 if mount -t tmpfs -o size=40M tmpfs $M && truncate -s 24M $M/img; then
 	backings tmpfs $M/img 0; umount $M
-else t_fail "tmpfs backing setup"; fi
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+else fail "tmpfs backing setup"; fi
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 modprobe -r brd
-t_done
+done_testing

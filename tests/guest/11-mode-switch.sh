@@ -7,13 +7,17 @@
 # no I/O error, every switch accepted and visible, and every path the modes
 # use carried requests.  Backings: a direct-I/O file on ext4 and a buffered
 # file on tmpfs.  Against the stock loop driver only the fio part runs.
-. /tests/lib/driver.sh
+DESCRIPTION="dispatch mode switched every ~250 ms under verifying fio"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t11 W=/tmp/t11
 mkdir -p $M $W
-mkfs.ext4 -q -F /dev/vda && mount /dev/vda $M || { t_fail "ext4 on vda"; t_done; }
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+mkfs.ext4 -q -F /dev/vda && mount /dev/vda $M || { fail "ext4 on vda"; stop_testing; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0)
 
 switcher() {	# until $W/stop exists: cycle the modes, count switches and errors
@@ -31,7 +35,7 @@ switcher() {	# until $W/stop exists: cycle the modes, count switches and errors
 for b in ext4 tmpfs; do
 	if [ $b = ext4 ]; then F=$M/img dio=on; else F=$W/img dio=off; fi
 	rm -f $F; truncate -s 32M $F
-	$LOSETUP --direct-io=$dio $D $F || { t_fail "$b: attach"; continue; }
+	$LOSETUP --direct-io=$dio $D $F || { fail "$b: attach"; continue; }
 	lmq_is_mq && echo 0 >$S/loopmq/stats
 	rm -f $W/stop $W/switches
 	lmq_is_mq && { switcher & swpid=$!; }
@@ -44,29 +48,29 @@ for b in ext4 tmpfs; do
 	rc=$?
 	touch $W/stop
 	lmq_is_mq && wait $swpid
-	t_is "$rc" 0 "$b: both verifying fio jobs pass while the mode changes"
+	is "$rc" 0 "$b: both verifying fio jobs pass while the mode changes"
 	[ $rc = 0 ] || tail -n 20 $W/fio.out | sed 's/^/#   /'
 	# a final full read-back of the write-then-verify region
-	t_run "$b: verify-only pass over the first job's data" fio --output-format=terse \
+	check_quiet "$b: verify-only pass over the first job's data" fio --output-format=terse \
 		--ioengine=libaio --direct=1 --filename=$D --name=wv --rw=randwrite --bs=4k \
 		--offset=0 --size=8M --iodepth=8 --verify=crc32c --verify_only=1 --verify_fatal=1
 	if lmq_is_mq; then
 		read -r n bad <$W/switches
-		[ "$n" -ge 8 ] && t_ok "$b: $n mode switches during the run" ||
-			t_fail "$b: only $n mode switches"
-		t_is "$bad" 0 "$b: every switch accepted and shown"
+		[ "$n" -ge 8 ] && pass "$b: $n mode switches during the run" ||
+			fail "$b: only $n mode switches"
+		is "$bad" 0 "$b: every switch accepted and shown"
 		st=$(cat $S/loopmq/stats)
-		t_diag "$b stats: $(echo $st)"
-		t_is "$(lmq_stat 0 errors)" 0 "$b: stats errors"
-		[ "$(lmq_stat 0 inline)" -gt 0 ] && t_ok "$b: inline path used" || t_fail "$b: inline is 0"
-		[ "$(lmq_stat 0 kthread)" -gt 0 ] && t_ok "$b: kthread path used" || t_fail "$b: kthread is 0"
+		diag "$b stats: $(echo $st)"
+		is "$(lmq_stat 0 errors)" 0 "$b: stats errors"
+		[ "$(lmq_stat 0 inline)" -gt 0 ] && pass "$b: inline path used" || fail "$b: inline is 0"
+		[ "$(lmq_stat 0 kthread)" -gt 0 ] && pass "$b: kthread path used" || fail "$b: kthread is 0"
 		if [ $dio = on ]; then
 			[ $(($(lmq_stat 0 aio_inline) + $(lmq_stat 0 aio_async))) -gt 0 ] &&
-				t_ok "$b: aio paths used" || t_fail "$b: aio_inline + aio_async is 0"
+				pass "$b: aio paths used" || fail "$b: aio_inline + aio_async is 0"
 		fi
 	fi
-	$LOSETUP -d $D || t_fail "$b: detach"
+	$LOSETUP -d $D || fail "$b: detach"
 done
 umount $M
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

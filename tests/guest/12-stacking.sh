@@ -14,12 +14,16 @@
 # fallback is counted.  In the other
 # modes at least one level must run something from queue_rq: the direct
 # reads of the top device give every mode a chance to.
-. /tests/lib/driver.sh
+DESCRIPTION="three stacked levels with direct I/O: data verifies, the inline guards fire"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t12
 mkdir -p $M/s0 $M/s1 $M/s2 $M/s3
-lmq_load 3 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 3 || { fail "load $LMQ_MOD"; stop_testing; }
 D0=$(lmq_dev 0) D1=$(lmq_dev 1) D2=$(lmq_dev 2)
 setup() {
 	mkfs.ext4 -q -F /dev/vda && mount /dev/vda $M/s0 && truncate -s 512M $M/s0/f0 &&
@@ -28,8 +32,8 @@ setup() {
 	mkfs.xfs -q -f $D1 && mount $D1 $M/s2 && truncate -s 64M $M/s2/f2 &&
 	$LOSETUP --direct-io=on $D2 $M/s2/f2 && mkfs.ext4 -q -F $D2 && mount $D2 $M/s3
 }
-t_run "build the 3-level stack (ext4 / xfs / ext4 on $LMQ_NAME)" setup || t_done
-for i in 0 1 2; do t_is "$(cat $(lmq_sys $i)/loop/dio)" 1 "level $i: dio on"; done
+check_quiet "build the 3-level stack (ext4 / xfs / ext4 on $LMQ_NAME)" setup || stop_testing
+for i in 0 1 2; do is "$(cat $(lmq_sys $i)/loop/dio)" 1 "level $i: dio on"; done
 
 st() { lmq_stat $1 $2; }
 ran_from_queue_rq() { echo $(($(st $1 inline) + $(st $1 aio_inline) + $(st $1 aio_async))); }
@@ -40,15 +44,15 @@ guards() {
 fbs() { awk '$1 ~ /^fb_/ { s += $2 } END { print s + 0 }' $(lmq_sys $1)/loopmq/stats; }
 
 for mode in $LMQ_MODES; do
-	for i in 0 1 2; do lmq_mode $i $mode || t_fail "$mode: set mode on level $i"; done
+	for i in 0 1 2; do lmq_mode $i $mode || fail "$mode: set mode on level $i"; done
 	if lmq_is_mq; then for i in 0 1 2; do echo 0 >$(lmq_sys $i)/loopmq/stats; done; fi
 	rm -rf $M/s3/fio; mkdir $M/s3/fio
-	t_run "$mode: fsync-heavy verifying fio on the top filesystem" \
+	check_quiet "$mode: fsync-heavy verifying fio on the top filesystem" \
 		fio --output-format=terse --directory=$M/s3/fio --name=fs --rw=randwrite --bs=4k \
 		--size=2M --numjobs=2 --fsync=8 --verify=crc32c --do_verify=1 --verify_fatal=1
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	t_run "$mode: re-read after drop_caches verifies" \
+	check_quiet "$mode: re-read after drop_caches verifies" \
 		fio --output-format=terse --directory=$M/s3/fio --name=fs --rw=randwrite --bs=4k \
 		--size=2M --numjobs=2 --verify=crc32c --verify_only=1 --verify_fatal=1
 	lmq_is_mq || continue
@@ -61,34 +65,34 @@ for mode in $LMQ_MODES; do
 	# must find them cached.
 	for pass in 1 2; do
 		dd if=$D2 of=/dev/null bs=64k count=256 iflag=direct status=none ||
-			t_fail "$mode: direct read of $D2 (pass $pass)"
+			fail "$mode: direct read of $D2 (pass $pass)"
 	done
 	for i in 2 1 0; do
-		t_diag "$mode level $i ($([ $i = 2 ] && echo top || { [ $i = 1 ] && echo middle || echo bottom; })): $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"
-		t_is "$(st $i errors)" 0 "$mode: level $i errors"
+		diag "$mode level $i ($([ $i = 2 ] && echo top || { [ $i = 1 ] && echo middle || echo bottom; })): $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"
+		is "$(st $i errors)" 0 "$mode: level $i errors"
 	done
 	case $mode in
 	kthread)
 		for i in 0 1 2; do
-			t_is "$(ran_from_queue_rq $i) $(fbs $i)" "0 0" "kthread: level $i ran nothing from queue_rq, no fallbacks"
+			is "$(ran_from_queue_rq $i) $(fbs $i)" "0 0" "kthread: level $i ran nothing from queue_rq, no fallbacks"
 		done ;;
 	*)
 		for k in 2 1; do
 			r=$(ran_from_queue_rq $k) g=$(guards $((k - 1)))
 			if [ "$r" -gt 0 ]; then
-				[ "$g" -gt 0 ] && t_ok "$mode: level $k ran $r from queue_rq; level $((k - 1)) guards fired $g times" ||
-					t_fail "$mode: level $k ran $r requests from queue_rq but level $((k - 1)) shows no nested/journal/stack/reclaim fallback"
+				[ "$g" -gt 0 ] && pass "$mode: level $k ran $r from queue_rq; level $((k - 1)) guards fired $g times" ||
+					fail "$mode: level $k ran $r requests from queue_rq but level $((k - 1)) shows no nested/journal/stack/reclaim fallback"
 			else
-				t_diag "$mode: level $k ran nothing from queue_rq (all fell back)"
+				diag "$mode: level $k ran nothing from queue_rq (all fell back)"
 			fi
 		done
 		[ $(($(ran_from_queue_rq 0) + $(ran_from_queue_rq 1) + $(ran_from_queue_rq 2))) -gt 0 ] &&
-			t_ok "$mode: some level ran requests from queue_rq" ||
-			t_fail "$mode: no level ran anything from queue_rq" ;;
+			pass "$mode: some level ran requests from queue_rq" ||
+			fail "$mode: no level ran anything from queue_rq" ;;
 	esac
 done
 umount $M/s3 && $LOSETUP -d $D2 && umount $M/s2 && $LOSETUP -d $D1 && umount $M/s1 &&
 	$LOSETUP -d $D0 && umount $M/s0
-t_is "$?" 0 "tear the stack down"
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+is "$?" 0 "tear the stack down"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -7,15 +7,15 @@
 # bytes are left, so every measured call must need less than that.
 # Prints one "stack:" line per backing for the closing notes.
 # timeout: 400
-set -u
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-. /tests/lib/tap.sh
-. /tests/lib/loopmq.sh
-
-require_cmd fio losetup
-# loopmq ignores stack_probe under KASAN (its redzones inflate every frame)
-grep -q ' kasan_report$' /proc/kallsyms &&
-	skip_all "stack probe is off on KASAN kernels"
+DESCRIPTION="the stack an inline call takes stays below stack_reserve"
+requires() {
+	lmq_is_mq || skip_all "loopmq only: the stack probe"
+	require_cmd fio losetup
+	# loopmq ignores stack_probe under KASAN (its redzones inflate every frame)
+	grep -q ' kasan_report$' /proc/kallsyms &&
+		skip_all "stack probe is off on KASAN kernels"
+}
+. /tests/lib/guest.sh
 
 check "load loopmq with the stack probe" lmq_load stack_probe=1
 reserve=$(cat /sys/module/loopmq/parameters/stack_reserve)

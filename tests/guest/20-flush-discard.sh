@@ -9,13 +9,17 @@
 #    allocated blocks, SEEK_HOLE finds it) and the range reads back zero;
 #  - write-zeroes (BLKZEROOUT) reads back zero, through the device and in
 #    the file, and the data around it is untouched.
-. /tests/lib/driver.sh
+DESCRIPTION="flush reaches the backing disk; discard punches holes; write-zeroes reads zero"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t20
 mkdir -p $M
-mkfs.ext4 -q -F -b 4096 /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on vda"; t_done; }
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+mkfs.ext4 -q -F -b 4096 /dev/vda >/dev/null && mount /dev/vda $M || { fail "ext4 on vda"; stop_testing; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
 head -c 4M /dev/urandom >/tmp/t20.data
 
@@ -40,49 +44,49 @@ for mode in $LMQ_MODES; do
 		tag="$mode/dio=$dio"
 		F=$M/img.$mode.$dio
 		rm -f $F; truncate -s 32M $F
-		$LOSETUP --direct-io=$dio $D $F || { t_fail "$tag: attach"; continue; }
-		lmq_mode 0 "$mode" || t_fail "$tag: set mode"
-		t_is "$(cat $(lmq_sys 0)/loop/dio)" "$([ $dio = on ] && echo 1 || echo 0)" "$tag: loop/dio"
+		$LOSETUP --direct-io=$dio $D $F || { fail "$tag: attach"; continue; }
+		lmq_mode 0 "$mode" || fail "$tag: set mode"
+		is "$(cat $(lmq_sys 0)/loop/dio)" "$([ $dio = on ] && echo 1 || echo 0)" "$tag: loop/dio"
 
 		# flush: data on the disk right after the device fsync
 		dd if=/tmp/t20.data of=$D bs=1M seek=4 oflag=direct conv=fsync status=none ||
-			t_fail "$tag: write+fsync"
+			fail "$tag: write+fsync"
 		want=$(sha256sum </tmp/t20.data)
-		t_is "$(file_disk_sha $F $((4 << 20)) $((4 << 20)))" "$want" "$tag: fsync'd data is on /dev/vda"
+		is "$(file_disk_sha $F $((4 << 20)) $((4 << 20)))" "$want" "$tag: fsync'd data is on /dev/vda"
 
 		# discard punches a hole
 		sync
 		b1=$(stat -c %b $F)
-		t_is "$(lmq-ioctl discard $D $((5 << 20)) $((2 << 20)))" OK "$tag: BLKDISCARD 2 MiB"
+		is "$(lmq-ioctl discard $D $((5 << 20)) $((2 << 20)))" OK "$tag: BLKDISCARD 2 MiB"
 		b2=$(stat -c %b $F)
-		[ "$b2" -le $((b1 - 4096)) ] && t_ok "$tag: file blocks $b1 -> $b2 after discard" ||
-			t_fail "$tag: file blocks $b1 -> $b2, want at least 4096 fewer"
+		[ "$b2" -le $((b1 - 4096)) ] && pass "$tag: file blocks $b1 -> $b2 after discard" ||
+			fail "$tag: file blocks $b1 -> $b2, want at least 4096 fewer"
 		hole=$(xfs_io -r -c "seek -h $((4 << 20))" $F | awk '/^HOLE/ { print $2 }')
-		t_is "$hole" $((5 << 20)) "$tag: SEEK_HOLE finds the discarded range"
-		t_is "$(dd if=$D bs=1M skip=5 count=2 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+		is "$hole" $((5 << 20)) "$tag: SEEK_HOLE finds the discarded range"
+		is "$(dd if=$D bs=1M skip=5 count=2 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
 			"$tag: discarded range reads zero"
-		t_is "$(dd if=$D bs=1M skip=4 count=1 iflag=direct status=none | cmp - /tmp/t20.data -n 1048576 && echo same)" \
+		is "$(dd if=$D bs=1M skip=4 count=1 iflag=direct status=none | cmp - /tmp/t20.data -n 1048576 && echo same)" \
 			same "$tag: data before the discard intact"
 
 		# write-zeroes
-		t_is "$(lmq-ioctl zeroout $D $((7 << 20)) 65536)" OK "$tag: BLKZEROOUT 64 KiB"
-		t_is "$(dd if=$D bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+		is "$(lmq-ioctl zeroout $D $((7 << 20)) 65536)" OK "$tag: BLKZEROOUT 64 KiB"
+		is "$(dd if=$D bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
 			"$tag: zeroed range reads zero"
-		t_is "$(dd if=$D bs=64k skip=113 count=15 iflag=direct status=none | sha256sum)" \
+		is "$(dd if=$D bs=64k skip=113 count=15 iflag=direct status=none | sha256sum)" \
 			"$(dd if=/tmp/t20.data bs=64k skip=49 count=15 status=none | sha256sum)" \
 			"$tag: data after the zeroed range intact"
 		dd if=/dev/zero of=$D bs=4k count=1 oflag=direct conv=fsync status=none  # one more flush
-		t_is "$(dd if=$F bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
+		is "$(dd if=$F bs=64k skip=112 count=1 iflag=direct status=none | tr -d '\0' | wc -c)" 0 \
 			"$tag: zeroed range is zero in the file"
 		if lmq_is_mq; then
 			e=$(lmq_stat 0 errors)
-			t_is "$e" 0 "$tag: stats errors"
-			t_diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
+			is "$e" 0 "$tag: stats errors"
+			diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
 		fi
-		$LOSETUP -d $D || t_fail "$tag: detach"
+		$LOSETUP -d $D || fail "$tag: detach"
 		rm -f $F
 	done
 done
 umount $M
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

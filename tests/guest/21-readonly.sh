@@ -6,17 +6,21 @@
 # from a read-only backing fd (LOOP_SET_FD), from LOOP_CONFIGURE's
 # LO_FLAGS_READ_ONLY, and from a file on a read-only mount.  Each case also
 # runs on the stock loop driver in the same boot and must give the same words.
-. /tests/lib/driver.sh
+DESCRIPTION="a read-only device refuses writes with the stock driver's errno"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t21 RO=/mnt/t21ro
 mkdir -p $W $RO
 head -c 4M /dev/urandom >$W/img
 mount -t tmpfs -o size=16M tmpfs $RO && cp $W/img $RO/img && mount -o remount,ro $RO ||
-	{ t_fail "read-only tmpfs mount"; t_done; }
+	{ fail "read-only tmpfs mount"; stop_testing; }
 WANT=$(sha256sum <$W/img)
 
-modprobe loop max_loop=2 || { t_fail "modprobe loop"; t_done; }
-lmq_is_mq && { lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }; }
+modprobe loop max_loop=2 || { fail "modprobe loop"; stop_testing; }
+lmq_is_mq && { lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }; }
 
 r() { lmq-ioctl "$@" 2>/dev/null | head -n1 | awk '{ print $1 }'; }
 
@@ -45,31 +49,31 @@ c_ro_devnode() {	# a rw device opened O_RDONLY by the writer
 
 for c in losetup_r ro_fd cfg_ro ro_mount ro_devnode; do
 	stock=$(P=/dev/loop c_$c)
-	t_diag "stock $c: $(echo $stock)"
+	diag "stock $c: $(echo $stock)"
 	case $c in
 	ro_devnode)
-		t_is "$(echo $stock)" "pwrite_on_rdonly_fd=EBADF ro=0" "stock loop: $c" ;;
+		is "$(echo $stock)" "pwrite_on_rdonly_fd=EBADF ro=0" "stock loop: $c" ;;
 	*)
-		echo "$stock" | grep -q '^ro=1 getro=1$' && t_ok "stock loop: $c is read-only" ||
-			t_fail "stock loop: $c not read-only"
+		echo "$stock" | grep -q '^ro=1 getro=1$' && pass "stock loop: $c is read-only" ||
+			fail "stock loop: $c not read-only"
 		echo "$stock" | grep -q '^flags=[0-9]*$' &&
 			[ $(( $(echo "$stock" | sed -n 's/^flags=//p') & 1 )) = 1 ] &&
-			t_ok "stock loop: $c has LO_FLAGS_READ_ONLY" ||
-			t_fail "stock loop: $c lacks LO_FLAGS_READ_ONLY"
-		echo "$stock" | grep -q '^pwrite=E' && t_ok "stock loop: $c refuses write(2)" ||
-			t_fail "stock loop: $c accepted write(2)"
-		echo "$stock" | grep -q '^data=same$' && t_ok "stock loop: $c reads the file" ||
-			t_fail "stock loop: $c data differs" ;;
+			pass "stock loop: $c has LO_FLAGS_READ_ONLY" ||
+			fail "stock loop: $c lacks LO_FLAGS_READ_ONLY"
+		echo "$stock" | grep -q '^pwrite=E' && pass "stock loop: $c refuses write(2)" ||
+			fail "stock loop: $c accepted write(2)"
+		echo "$stock" | grep -q '^data=same$' && pass "stock loop: $c reads the file" ||
+			fail "stock loop: $c data differs" ;;
 	esac
 	if lmq_is_mq; then
 		got=$(P=$LMQ_PREFIX c_$c)
-		if [ "$got" = "$stock" ]; then t_ok "$LMQ_NAME: $c same as stock"; else
-			t_fail "$LMQ_NAME: $c differs from stock"
+		if [ "$got" = "$stock" ]; then pass "$LMQ_NAME: $c same as stock"; else
+			fail "$LMQ_NAME: $c differs from stock"
 			diff <(echo "$stock") <(echo "$got") | sed 's/^/#   /'
 		fi
 	fi
 done
-t_is "$(sha256sum <$W/img)" "$WANT" "backing file unchanged"
+is "$(sha256sum <$W/img)" "$WANT" "backing file unchanged"
 
 # Clearing the read-only state is not possible through LOOP_SET_STATUS64.
 c_status_clear_ro() {
@@ -79,13 +83,13 @@ c_status_clear_ro() {
 	r clr-fd ${P}0 >/dev/null
 }
 stock=$(P=/dev/loop c_status_clear_ro)
-t_diag "stock status_clear_ro: $stock"
-case $stock in ro=1\ pwrite=E*) t_ok "stock loop: SET_STATUS64 cannot clear read-only" ;;
-	*) t_fail "stock loop: SET_STATUS64 cleared read-only: $stock" ;; esac
-lmq_is_mq && t_is "$(P=$LMQ_PREFIX c_status_clear_ro)" "$stock" "$LMQ_NAME: status_clear_ro same as stock"
-t_is "$(sha256sum <$W/img)" "$WANT" "backing file still unchanged"
+diag "stock status_clear_ro: $stock"
+case $stock in ro=1\ pwrite=E*) pass "stock loop: SET_STATUS64 cannot clear read-only" ;;
+	*) fail "stock loop: SET_STATUS64 cleared read-only: $stock" ;; esac
+lmq_is_mq && is "$(P=$LMQ_PREFIX c_status_clear_ro)" "$stock" "$LMQ_NAME: status_clear_ro same as stock"
+is "$(sha256sum <$W/img)" "$WANT" "backing file still unchanged"
 
 umount $RO
-lmq_is_mq && { lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"; }
+lmq_is_mq && { lmq_unload; is "$?" 0 "$LMQ_MOD unloads"; }
 modprobe -r loop
-t_done
+done_testing

@@ -9,16 +9,20 @@
 # direct-I/O (aio) path on 6.1; its 6.1 buffered path turns every error into
 # EIO, so for stock loop buffered cells on 6.1 EIO is what we expect (6.12's
 # stock driver gives ENOSPC there too).
-. /tests/lib/driver.sh
+DESCRIPTION="a full backing file system gives the submitter ENOSPC, and recovery"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t22
 mkdir -p $M/tmpfs $M/ext4
-mount -t tmpfs -o size=8M tmpfs $M/tmpfs || { t_fail "tmpfs"; t_done; }
+mount -t tmpfs -o size=8M tmpfs $M/tmpfs || { fail "tmpfs"; stop_testing; }
 # a 12 MiB ext4 at the start of vda (via a partition-less slice: mkfs -F with a size)
 mkfs.ext4 -q -F -b 4096 -O ^has_journal /dev/vda 3072 >/dev/null && mount /dev/vda $M/ext4 ||
-	{ t_fail "small ext4"; t_done; }
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+	{ fail "small ext4"; stop_testing; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
 head -c 2M /dev/urandom >/tmp/t22.head
 
@@ -28,10 +32,10 @@ for mode in $LMQ_MODES; do
 		F=$M/$fs/img dio=off
 		[ $fs = ext4 ] && dio=on
 		rm -f $F $M/$fs/filler; truncate -s 64M $F
-		$LOSETUP --direct-io=$dio $D $F || { t_fail "$tag: attach"; continue; }
-		lmq_mode 0 "$mode" || t_fail "$tag: set mode"
+		$LOSETUP --direct-io=$dio $D $F || { fail "$tag: attach"; continue; }
+		lmq_mode 0 "$mode" || fail "$tag: set mode"
 		dd if=/tmp/t22.head of=$D bs=1M oflag=direct conv=fsync status=none ||
-			t_fail "$tag: first 2 MiB"
+			fail "$tag: first 2 MiB"
 		# fill the device past the filesystem's free space
 		err=$(dd if=/dev/zero of=$D bs=64k seek=32 count=960 oflag=direct 2>&1 >/dev/null)
 		rc=$?
@@ -41,27 +45,27 @@ for mode in $LMQ_MODES; do
 		case $(uname -r) in 6.1.*)
 			[ "$LMQ_DRIVER" = loop ] && [ $dio = off ] && want='Input/output error' ;;
 		esac
-		if [ $rc -ne 0 ]; then t_is "$msg" "$want" "$tag: dd errno when the fs is full"
-		else t_fail "$tag: dd did not fail on a full fs"; fi
+		if [ $rc -ne 0 ]; then is "$msg" "$want" "$tag: dd errno when the fs is full"
+		else fail "$tag: dd did not fail on a full fs"; fi
 		# free space, the device works again
-		fallocate -p -o $((4 << 20)) -l $((60 << 20)) $F || t_fail "$tag: punch"
+		fallocate -p -o $((4 << 20)) -l $((60 << 20)) $F || fail "$tag: punch"
 		sync
-		t_run "$tag: write after space was freed" \
+		check_quiet "$tag: write after space was freed" \
 			dd if=/tmp/t22.head of=$D bs=1M seek=8 oflag=direct conv=fsync status=none
-		t_is "$(dd if=$D bs=1M skip=8 count=2 iflag=direct status=none | sha256sum)" \
+		is "$(dd if=$D bs=1M skip=8 count=2 iflag=direct status=none | sha256sum)" \
 			"$(sha256sum </tmp/t22.head)" "$tag: new data reads back"
-		t_is "$(dd if=$D bs=1M count=2 iflag=direct status=none | sha256sum)" \
+		is "$(dd if=$D bs=1M count=2 iflag=direct status=none | sha256sum)" \
 			"$(sha256sum </tmp/t22.head)" "$tag: data written before ENOSPC intact"
 		if lmq_is_mq; then
-			t_diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
-			[ "$(lmq_stat 0 errors)" -gt 0 ] && t_ok "$tag: stats count the errors" ||
-				t_fail "$tag: stats errors is 0 after ENOSPC"
+			diag "$tag stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
+			[ "$(lmq_stat 0 errors)" -gt 0 ] && pass "$tag: stats count the errors" ||
+				fail "$tag: stats errors is 0 after ENOSPC"
 			echo 0 >$(lmq_sys 0)/loopmq/stats
 		fi
-		$LOSETUP -d $D || t_fail "$tag: detach"
+		$LOSETUP -d $D || fail "$tag: detach"
 		rm -f $F
 	done
 done
 umount $M/tmpfs $M/ext4
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

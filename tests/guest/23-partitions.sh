@@ -5,7 +5,11 @@
 # with LO_FLAGS_PARTSCAN (losetup -P, LOOP_CONFIGURE) and with max_part=,
 # carry the right data at the right offsets, and vanish on detach.  Without
 # either, no partition nodes appear.
-. /tests/lib/driver.sh
+DESCRIPTION="partitions appear with partscan or max_part, carry the right data, vanish on detach"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t23
 mkdir -p $W
@@ -27,34 +31,34 @@ check_parts() {
 	local tag=$1 d=$2 n=${2##*/}
 	local i
 	for ((i = 0; i < 30; i++)); do [ -b ${d}p2 ] && break; sleep 0.1; done
-	t_run "$tag: ${d}p1 and ${d}p2 exist" test -b ${d}p1 -a -b ${d}p2
-	t_is "$(cat /sys/block/$n/${n}p1/size 2>/dev/null)" 16384 "$tag: p1 size (sectors)"
-	t_is "$(cat /sys/block/$n/${n}p2/size 2>/dev/null)" 32768 "$tag: p2 size (sectors)"
-	t_is "$(head -c 8 ${d}p1 2>/dev/null)" P1DATA__ "$tag: p1 data"
-	t_is "$(head -c 8 ${d}p2 2>/dev/null)" P2DATA__ "$tag: p2 data"
+	check_quiet "$tag: ${d}p1 and ${d}p2 exist" test -b ${d}p1 -a -b ${d}p2
+	is "$(cat /sys/block/$n/${n}p1/size 2>/dev/null)" 16384 "$tag: p1 size (sectors)"
+	is "$(cat /sys/block/$n/${n}p2/size 2>/dev/null)" 32768 "$tag: p2 size (sectors)"
+	is "$(head -c 8 ${d}p1 2>/dev/null)" P1DATA__ "$tag: p1 data"
+	is "$(head -c 8 ${d}p2 2>/dev/null)" P2DATA__ "$tag: p2 data"
 	# a write to p2 lands at the partition's offset in the image
 	echo WRITTEN_ | dd of=${d}p2 bs=512 seek=1 oflag=direct conv=fsync status=none 2>/dev/null
-	t_is "$(dd if=$W/img bs=512 skip=18433 count=1 status=none | head -c 8)" WRITTEN_ \
+	is "$(dd if=$W/img bs=512 skip=18433 count=1 status=none | head -c 8)" WRITTEN_ \
 		"$tag: write to p2 lands at sector 18433 of the image"
 }
 check_gone() {
 	local tag=$1 d=$2
-	lmq_wait_gone ${d}p1 && lmq_wait_gone ${d}p2 && t_ok "$tag: partitions gone after detach" ||
-		t_fail "$tag: ${d}p1 or ${d}p2 still there after detach"
+	lmq_wait_gone ${d}p1 && lmq_wait_gone ${d}p2 && pass "$tag: partitions gone after detach" ||
+		fail "$tag: ${d}p1 or ${d}p2 still there after detach"
 }
 
 # 1. no partscan, max_part=0: no partitions
-lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) N=$LMQ_NAME
-$LOSETUP $D $W/img || t_fail "attach without -P"
+$LOSETUP $D $W/img || fail "attach without -P"
 sleep 0.5
-[ ! -e ${D}p1 ] && t_ok "no partitions without partscan" || t_fail "${D}p1 exists without partscan"
-t_is "$(cat $(lmq_sys 0)/loop/partscan)" 0 "loop/partscan is 0"
+[ ! -e ${D}p1 ] && pass "no partitions without partscan" || fail "${D}p1 exists without partscan"
+is "$(cat $(lmq_sys 0)/loop/partscan)" 0 "loop/partscan is 0"
 $LOSETUP -d $D
 
 # 2. losetup -P
-$LOSETUP -P $D $W/img || t_fail "losetup -P"
-t_is "$(cat $(lmq_sys 0)/loop/partscan)" 1 "loop/partscan is 1 with -P"
+$LOSETUP -P $D $W/img || fail "losetup -P"
+is "$(cat $(lmq_sys 0)/loop/partscan)" 1 "loop/partscan is 1 with -P"
 check_parts "losetup -P" $D
 $LOSETUP -d $D
 check_gone "losetup -P" $D
@@ -62,26 +66,26 @@ check_gone "losetup -P" $D
 # 3. LOOP_CONFIGURE with LO_FLAGS_PARTSCAN on device 1
 sfdisk_mbr; echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
 D1=$(lmq_dev 1)
-t_is "$(lmq-ioctl configure $D1 $W/img 8 0)" OK "LOOP_CONFIGURE with LO_FLAGS_PARTSCAN"
+is "$(lmq-ioctl configure $D1 $W/img 8 0)" OK "LOOP_CONFIGURE with LO_FLAGS_PARTSCAN"
 check_parts "LOOP_CONFIGURE partscan" $D1
-t_is "$(lmq-ioctl clr-fd $D1)" OK "LOOP_CLR_FD"
+is "$(lmq-ioctl clr-fd $D1)" OK "LOOP_CLR_FD"
 check_gone "LOOP_CONFIGURE partscan" $D1
 
 # 4. LOOP_SET_STATUS64 adding LO_FLAGS_PARTSCAN later rescans
 echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
 $LOSETUP $D $W/img && sleep 0.3
-t_is "$(lmq-ioctl set-status $D 0 0 8)" OK "LOOP_SET_STATUS64 sets LO_FLAGS_PARTSCAN"
+is "$(lmq-ioctl set-status $D 0 0 8)" OK "LOOP_SET_STATUS64 sets LO_FLAGS_PARTSCAN"
 check_parts "SET_STATUS64 partscan" $D
 $LOSETUP -d $D
 check_gone "SET_STATUS64 partscan" $D
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 
 # 5. max_part= without partscan flag
 echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
-lmq_load 1 max_part=7 || { t_fail "load $LMQ_MOD max_part=7"; t_done; }
-$LOSETUP $D $W/img || t_fail "attach with max_part=7"
+lmq_load 1 max_part=7 || { fail "load $LMQ_MOD max_part=7"; stop_testing; }
+$LOSETUP $D $W/img || fail "attach with max_part=7"
 check_parts "max_part=7" $D
 $LOSETUP -d $D
 check_gone "max_part=7" $D
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -5,16 +5,20 @@
 # Each case runs on the stock loop driver AND on the driver under test in the
 # same boot: the stock result must equal the documented errno (proving the
 # case) and the driver under test must give the same word.
-. /tests/lib/driver.sh
+DESCRIPTION="every documented bad input gets the stock loop driver's errno"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t25
 mkdir -p $W/dir
 truncate -s 8M $W/a; truncate -s 8M $W/b; truncate -s 4M $W/small
 printf 'BBBBBBBB' | dd of=$W/b conv=notrunc status=none
 
-modprobe loop max_loop=4 || { t_fail "modprobe loop"; t_done; }
+modprobe loop max_loop=4 || { fail "modprobe loop"; stop_testing; }
 if lmq_is_mq; then
-	lmq_load 4 || { t_fail "load $LMQ_MOD"; t_done; }
+	lmq_load 4 || { fail "load $LMQ_MOD"; stop_testing; }
 fi
 
 # r CMD ARGS...: run lmq-ioctl, print only the outcome word.
@@ -93,34 +97,34 @@ CASES=(
 for c in "${CASES[@]}"; do
 	set -- $c
 	if [ "$1" = socket ] && [ ! -e /proc/net/unix ]; then
-		t_skip "socket" "this kernel has no AF_UNIX sockets"
+		skip "socket" "this kernel has no AF_UNIX sockets"
 		continue
 	fi
 	stock=$(P=/dev/loop C=/dev/loop-control c_$1)
-	t_is "$stock" "$2" "stock loop: $1"
+	is "$stock" "$2" "stock loop: $1"
 	if lmq_is_mq; then
 		got=$(P=$LMQ_PREFIX C=$LMQ_CTL c_$1)
-		t_is "$got" "$stock" "$LMQ_NAME: $1 same as stock"
+		is "$got" "$stock" "$LMQ_NAME: $1 same as stock"
 	fi
 done
 
 if lmq_is_mq; then
 	D=$(lmq_dev 0) S=$(lmq_sys 0)/loopmq/mode
-	t_is "$(r set-mode $D 9)" EINVAL "LOOPMQ_SET_MODE mode 9"
-	t_is "$(r set-mode-flags $D direct 1)" EINVAL "LOOPMQ_SET_MODE nonzero flags"
-	t_is "$(lmq-ioctl get-mode $D 2>/dev/null)" "OK $(cat $S)" "LOOPMQ_GET_MODE equals sysfs, reserved zeroed"
+	is "$(r set-mode $D 9)" EINVAL "LOOPMQ_SET_MODE mode 9"
+	is "$(r set-mode-flags $D direct 1)" EINVAL "LOOPMQ_SET_MODE nonzero flags"
+	is "$(lmq-ioctl get-mode $D 2>/dev/null)" "OK $(cat $S)" "LOOPMQ_GET_MODE equals sysfs, reserved zeroed"
 	for m in direct kthread aio auto; do
 		r set-mode $D $m >/dev/null
-		t_is "$(cat $S)" "$m" "LOOPMQ_SET_MODE $m shows in sysfs"
+		is "$(cat $S)" "$m" "LOOPMQ_SET_MODE $m shows in sysfs"
 	done
-	if echo bogus >$S 2>/dev/null; then t_fail "sysfs mode accepted 'bogus'"
-	else t_ok "sysfs mode refuses 'bogus'"; fi
-	t_is "$(cat $S)" auto "mode unchanged after a bad write"
-	t_run "LOOPMQ_GET_STATS on an unbound device" lmq-stats $D
+	if echo bogus >$S 2>/dev/null; then fail "sysfs mode accepted 'bogus'"
+	else pass "sysfs mode refuses 'bogus'"; fi
+	is "$(cat $S)" auto "mode unchanged after a bad write"
+	check_quiet "LOOPMQ_GET_STATS on an unbound device" lmq-stats $D
 fi
 
 unbind_all() { local p; for p in /dev/loop $LMQ_PREFIX; do P=$p unbind; done; }
 unbind_all
-lmq_is_mq && { modprobe -r loopmq; t_is "$?" 0 "$LMQ_MOD unloads"; }
+lmq_is_mq && { modprobe -r loopmq; is "$?" 0 "$LMQ_MOD unloads"; }
 modprobe -r loop
-t_done
+done_testing

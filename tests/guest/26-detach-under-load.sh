@@ -7,11 +7,15 @@
 # device unbinds when the last opener closes.  Also: detach of a mounted
 # device (autoclear on umount), module unload refused while in use and
 # accepted afterwards, and a detach racing a mode switch.  Every mode.
-. /tests/lib/driver.sh
+DESCRIPTION="detach while fio runs, while mounted, and racing a mode switch: autoclear"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t26
 mkdir -p $W /mnt/t26
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0)
 FIO=(fio --name=load --filename=$D --rw=randrw --bs=4k --ioengine=libaio --iodepth=16
 	--direct=1 --size=16M --time_based --runtime=4 --verify=crc32c --verify_backlog=64
@@ -23,63 +27,63 @@ for mode in $LMQ_MODES; do
 	#    files (fio closes and reopens between passes; with no other opener
 	#    the autoclear would legitimately fire in that gap).
 	rm -f $W/img; truncate -s 16M $W/img
-	$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
-	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	$LOSETUP $D $W/img || { fail "$mode: attach"; continue; }
+	lmq_mode 0 $mode || fail "$mode: set mode"
 	exec {hold}<$D
 	"${FIO[@]}" >$W/fio.out 2>&1 &
 	pid=$!
 	sleep 1.5
-	t_run "$mode: losetup -d while fio runs" $LOSETUP -d $D
+	check_quiet "$mode: losetup -d while fio runs" $LOSETUP -d $D
 	fl=$(lmq-ioctl get-status $D | sed -n 's/.* flags=\([0-9]*\).*/\1/p')
-	[ -n "$fl" ] && [ $((fl & 4)) = 4 ] && t_ok "$mode: still bound, LO_FLAGS_AUTOCLEAR set (flags=$fl)" ||
-		t_fail "$mode: after losetup -d under load: flags='$fl'"
-	t_is "$(cat $S/loop/autoclear 2>/dev/null)" 1 "$mode: sysfs loop/autoclear"
+	[ -n "$fl" ] && [ $((fl & 4)) = 4 ] && pass "$mode: still bound, LO_FLAGS_AUTOCLEAR set (flags=$fl)" ||
+		fail "$mode: after losetup -d under load: flags='$fl'"
+	is "$(cat $S/loop/autoclear 2>/dev/null)" 1 "$mode: sysfs loop/autoclear"
 	if lmq_is_mq && kill -0 $pid 2>/dev/null; then
 		if modprobe -r $LMQ_MOD 2>/dev/null; then
-			t_fail "$mode: module unloaded while in use"; lmq_load 1
-		else t_ok "$mode: module unload refused while in use"; fi
+			fail "$mode: module unloaded while in use"; lmq_load 1
+		else pass "$mode: module unload refused while in use"; fi
 	fi
 	wait $pid
 	rc=$?
-	t_is "$rc" 0 "$mode: fio (verifying) finished without error after the detach"
+	is "$rc" 0 "$mode: fio (verifying) finished without error after the detach"
 	[ $rc = 0 ] || grep -v '^3;' $W/fio.out | tail -n 8 | sed 's/^/#   /'
-	bound && t_ok "$mode: still bound while the holder has it open" ||
-		t_fail "$mode: unbound although still open"
+	bound && pass "$mode: still bound while the holder has it open" ||
+		fail "$mode: unbound although still open"
 	exec {hold}<&-
-	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: device unbound after the last close" ||
-		t_fail "$mode: device still bound after the last close"
-	t_is "$(lmq-ioctl get-status $D)" ENXIO "$mode: LOOP_GET_STATUS64 after autoclear"
+	lmq_wait_gone $S/loop/backing_file 30 && pass "$mode: device unbound after the last close" ||
+		fail "$mode: device still bound after the last close"
+	is "$(lmq-ioctl get-status $D)" ENXIO "$mode: LOOP_GET_STATUS64 after autoclear"
 
 	# 2. No holder: fio may see errors once its own reopen finds the device
 	#    gone, or finish; either way the device ends unbound and reusable.
 	rm -f $W/img; truncate -s 16M $W/img
-	$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
-	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	$LOSETUP $D $W/img || { fail "$mode: attach"; continue; }
+	lmq_mode 0 $mode || fail "$mode: set mode"
 	"${FIO[@]}" >$W/fio.out 2>&1 &
 	pid=$!
 	sleep 1.5
-	t_run "$mode: losetup -d while fio (sole opener) runs" $LOSETUP -d $D
+	check_quiet "$mode: losetup -d while fio (sole opener) runs" $LOSETUP -d $D
 	wait $pid
-	t_diag "$mode: fio exit $? ($(grep -o 'error=[^,]*' $W/fio.out | head -n 1))"
-	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound once fio closed it" ||
-		t_fail "$mode: still bound after fio exited"
+	diag "$mode: fio exit $? ($(grep -o 'error=[^,]*' $W/fio.out | head -n 1))"
+	lmq_wait_gone $S/loop/backing_file 30 && pass "$mode: unbound once fio closed it" ||
+		fail "$mode: still bound after fio exited"
 
 	# mounted: detach, keep using the filesystem, umount clears it
 	rm -f $W/img; truncate -s 32M $W/img
 	$LOSETUP $D $W/img && lmq_mode 0 $mode && mkfs.ext4 -q -F $D && mount $D /mnt/t26 ||
-		{ t_fail "$mode: ext4 on the device"; continue; }
-	t_run "$mode: losetup -d of a mounted device" $LOSETUP -d $D
-	t_run "$mode: fio on the mounted fs after detach" fio --name=fs --directory=/mnt/t26 \
+		{ fail "$mode: ext4 on the device"; continue; }
+	check_quiet "$mode: losetup -d of a mounted device" $LOSETUP -d $D
+	check_quiet "$mode: fio on the mounted fs after detach" fio --name=fs --directory=/mnt/t26 \
 		--rw=randwrite --bs=4k --size=4M --fsync=16 --verify=crc32c --output-format=terse
-	bound && t_ok "$mode: still bound while mounted" || t_fail "$mode: unbound while mounted"
+	bound && pass "$mode: still bound while mounted" || fail "$mode: unbound while mounted"
 	umount /mnt/t26
-	lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound after umount" ||
-		t_fail "$mode: still bound after umount"
+	lmq_wait_gone $S/loop/backing_file 30 && pass "$mode: unbound after umount" ||
+		fail "$mode: still bound after umount"
 
 	# detach racing mode switches (loopmq only)
 	if lmq_is_mq; then
 		rm -f $W/img; truncate -s 16M $W/img
-		$LOSETUP $D $W/img || { t_fail "$mode: attach"; continue; }
+		$LOSETUP $D $W/img || { fail "$mode: attach"; continue; }
 		exec {hold}<$D
 		"${FIO[@]}" >$W/fio.out 2>&1 &
 		pid=$!
@@ -91,11 +95,11 @@ for mode in $LMQ_MODES; do
 		wait $pid; rc=$?
 		wait $sw
 		exec {hold}<&-
-		t_is "$rc" 0 "$mode: fio during detach + mode switches"
-		lmq_wait_gone $S/loop/backing_file 30 && t_ok "$mode: unbound after switches" ||
-			t_fail "$mode: still bound"
+		is "$rc" 0 "$mode: fio during detach + mode switches"
+		lmq_wait_gone $S/loop/backing_file 30 && pass "$mode: unbound after switches" ||
+			fail "$mode: still bound"
 	fi
 done
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_run "no $LMQ_MOD left in /proc/modules" sh -c "! grep -q '^$LMQ_MOD ' /proc/modules"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+check_quiet "no $LMQ_MOD left in /proc/modules" sh -c "! grep -q '^$LMQ_MOD ' /proc/modules"
+done_testing

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 41-loopmqctl-list: loopmqctl lists exactly what util-linux losetup lists.
 # (a) On the stock loop driver (through the tool's test-only
 #     LOOPMQCTL_PREFIX=loop) the two tools print the same -l table, --raw,
@@ -10,8 +11,13 @@
 #     util-linux losetup reads a loopmq device like loopmqctl does.
 # (c) Output formats: no devices -> nothing; JSON types; -O, +COL,
 #     --output-all, lower-case column names, escapes.
-# timeout: 300
-. /tests/lib/loopmqctl.sh
+DESCRIPTION="loopmqctl lists exactly what util-linux losetup lists"
+requires() {
+	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
+	[ -n "$LOSETUP" ] || skip_all "no util-linux losetup"
+	require_cmd jq
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t41
 mkdir -p $W
@@ -23,12 +29,10 @@ cleanup() {
 	rm -rf $W
 }
 trap cleanup EXIT
-[ -n "$LOSETUP" ] || skip_all "no util-linux losetup"
-require_cmd jq
-load_driver
-is_mq && { modprobe loop || skip_all "cannot load the stock loop driver"; }
+lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_is_mq && { modprobe loop || skip_all "cannot load the stock loop driver"; }
 for _ in $(seq 50); do [ -c /dev/loop-control ] && break; sleep 0.1; done
-LT() { LOOPMQCTL_PREFIX=loop "$CTL" "$@"; }
+LT() { LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" "$@"; }
 SHARED=NAME,AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
 STATE=AUTOCLEAR,BACK-FILE,BACK-INO,BACK-MAJ:MIN,OFFSET,PARTSCAN,RO,SIZELIMIT,DIO,LOG-SEC
 LDEF=NAME,SIZELIMIT,OFFSET,AUTOCLEAR,RO,BACK-FILE,DIO,LOG-SEC
@@ -54,13 +58,13 @@ truncate -s 16M $F
 cp --sparse=always $F "$W/with space.img"
 
 # --- (c) nothing bound ------------------------------------------------------
-run "$CTL"
+run "$LOOPMQCTL"
 is "$rc:$out" "0:" "no devices: no output at all, exit 0"
-run "$CTL" -l
+run "$LOOPMQCTL" -l
 is "$rc:$out" "0:" "no devices: -l prints nothing"
-run "$CTL" -a
+run "$LOOPMQCTL" -a
 is "$rc:$out" "0:" "no devices: -a prints nothing"
-run "$CTL" -l -J
+run "$LOOPMQCTL" -l -J
 is "$rc:$(jq '.loopdevices | length' <<<"$out")" "0:0" "no devices: -l -J is an empty loopdevices array"
 
 # --- (a) the stock driver, both tools ---------------------------------------
@@ -97,35 +101,35 @@ is "$(LT -l -J -O BACK-FILE $DL | jq -r '.loopdevices[0]["back-file"]')" "$W/wit
 for d in $(stock_bound); do "$LOSETUP" -d $d; done
 
 # --- (b) loopmq against the stock driver ------------------------------------
-if is_mq; then
+if lmq_is_mq; then
 	for o in "${OPTS[@]}"; do
 		# shellcheck disable=SC2086
 		DL=$("$LOSETUP" -f --show $o $F) || { fail "losetup -f --show $o"; continue; }
 		# shellcheck disable=SC2086
-		DM=$("$CTL" -f --show $o $F) || { fail "loopmqctl -f --show $o"; continue; }
+		DM=$("$LOOPMQCTL" -f --show $o $F) || { fail "loopmqctl -f --show $o"; continue; }
 		tag="${o:-(no options)}: $DL by losetup, $DM by loopmqctl"
-		same "$("$CTL" -l -J -O $STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O $STATE $DL | jnorm)" \
+		same "$("$LOOPMQCTL" -l -J -O $STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O $STATE $DL | jnorm)" \
 			"$tag: identical on every shared column"
 		run "$LOSETUP" -l -J -O NAME,$STATE $DM
 		if [ $rc -eq 0 ]; then
-			same "$("$CTL" -l -J -O NAME,$STATE $DM | jnorm)" "$(jnorm <<<"$out")" \
+			same "$("$LOOPMQCTL" -l -J -O NAME,$STATE $DM | jnorm)" "$(jnorm <<<"$out")" \
 				"$tag: util-linux losetup reads $DM like loopmqctl"
 		else
 			fail "$tag: util-linux losetup reads $DM" "$err"
 		fi
-		"$CTL" -d $DM
+		"$LOOPMQCTL" -d $DM
 		"$LOSETUP" -d $DL
 	done
 	# an attach by util-linux losetup on a loopmq device
-	DM=$("$CTL" -f)
+	DM=$("$LOOPMQCTL" -f)
 	run "$LOSETUP" -o 8192 $DM $F
 	if [ $rc -eq 0 ]; then
 		pass "util-linux losetup attaches $DM"
-		is "$("$CTL" -l -n -O BACK-FILE,OFFSET $DM | tr -s ' ')" "$F 8192" \
+		is "$("$LOOPMQCTL" -l -n -O BACK-FILE,OFFSET $DM | tr -s ' ')" "$F 8192" \
 			"loopmqctl lists losetup's attach"
-		same "$("$CTL" -l -J -O NAME,$STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O NAME,$STATE $DM | jnorm)" \
+		same "$("$LOOPMQCTL" -l -J -O NAME,$STATE $DM | jnorm)" "$("$LOSETUP" -l -J -O NAME,$STATE $DM | jnorm)" \
 			"both tools list losetup's attach identically"
-		check "loopmqctl -d detaches losetup's attach" "$CTL" -d $DM
+		check "loopmqctl -d detaches losetup's attach" "$LOOPMQCTL" -d $DM
 	else
 		fail "util-linux losetup attaches $DM" "$err"
 	fi
@@ -134,8 +138,8 @@ else
 fi
 
 # --- (c) formats ---------------------------------------------------------------
-D=$("$CTL" -f --show -o 512 $F)
-j=$("$CTL" -l -J --output-all $D)
+D=$("$LOOPMQCTL" -f --show -o 512 $F)
+j=$("$LOOPMQCTL" -l -J --output-all $D)
 check "-J --output-all is valid JSON" jq -e . <<<"$j"
 is "$(jq -r '.loopdevices[0] | [(.name|type), (.autoclear|type), (."back-file"|type),
 	(."back-ino"|type), (."back-maj:min"|type), (."maj:min"|type), (.offset|type),
@@ -144,22 +148,22 @@ is "$(jq -r '.loopdevices[0] | [(.name|type), (.autoclear|type), (."back-file"|t
 	"JSON types as losetup's"
 is "$(jq -r '.loopdevices[0].offset' <<<"$j")" 512 "JSON offset value"
 is "$(jq -r '.loopdevices[0]."maj:min"' <<<"$j")" "$(sysv $D dev)" "MAJ:MIN is the device's"
-if is_mq; then
+if lmq_is_mq; then
 	is "$(jq -r '.loopdevices[0].mode' <<<"$j")" "$(sysv $D loopmq/mode)" "JSON mode is sysfs mode"
 	is "$(jq -r '[.loopdevices[0] | .inline, ."aio-inline", ."aio-async", .kthread, .fallbacks | type] | unique | join(",")' <<<"$j")" \
 		number "stats columns are numbers"
 fi
-is "$(jq -r '.loopdevices[0] | keys | length' <<<"$j")" "$("$CTL" -h | awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f' | wc -l)" \
+is "$(jq -r '.loopdevices[0] | keys | length' <<<"$j")" "$("$LOOPMQCTL" -h | awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f' | wc -l)" \
 	"--output-all has every column of --help"
-is "$("$CTL" -l | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE" \
+is "$("$LOOPMQCTL" -l | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE" \
 	"default -l columns: losetup's plus MODE"
-is "$("$CTL" -l -n -O name,offset $D | tr -s ' ')" "$D 512" "-O takes lower-case names"
-is "$("$CTL" -l -O +MAJ:MIN $D | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE MAJ:MIN" \
+is "$("$LOOPMQCTL" -l -n -O name,offset $D | tr -s ' ')" "$D 512" "-O takes lower-case names"
+is "$("$LOOPMQCTL" -l -O +MAJ:MIN $D | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE MAJ:MIN" \
 	"-O +COL appends to the default columns"
-is "$("$CTL" -l -n $D | wc -l)" 1 "-n: no header line"
-is "$("$CTL" $D)" "$D: [$(printf '%04d' "$(stat -c '%d' $F)")]:$(stat -c %i $F) ($F), offset 512" \
+is "$("$LOOPMQCTL" -l -n $D | wc -l)" 1 "-n: no header line"
+is "$("$LOOPMQCTL" $D)" "$D: [$(printf '%04d' "$(stat -c '%d' $F)")]:$(stat -c %i $F) ($F), offset 512" \
 	"one-device line: [devno]:inode (file), offset"
-is "$("$CTL" -l -J $D /dev/${P}0 2>/dev/null | jq '.loopdevices | length')" 2 "-l -J with two devices lists both (bound or not)"
-"$CTL" -d $D
+is "$("$LOOPMQCTL" -l -J $D /dev/${LMQ_NAME}0 2>/dev/null | jq '.loopdevices | length')" 2 "-l -J with two devices lists both (bound or not)"
+"$LOOPMQCTL" -d $D
 
 done_testing

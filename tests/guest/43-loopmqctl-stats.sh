@@ -8,28 +8,32 @@
 # inline, kthread only for counted fallbacks; aio: never inline).
 # loopmq only (skipped on the stock loop driver, which has no modes).
 # timeout: 300
-. /tests/lib/loopmqctl.sh
+DESCRIPTION="loopmqctl's modes and statistics against sysfs"
+requires() {
+	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
+	lmq_is_mq || skip_all "the stock loop driver has no modes or statistics"
+	require_cmd jq
+}
+. /tests/lib/guest.sh
 
-is_mq || skip_all "the stock loop driver has no modes or statistics"
-require_cmd jq
 W=/tmp/t43
 mkdir -p $W
 cleanup() { detach_all_ours; umount /mnt/t43 2>/dev/null; rm -rf $W; }
 trap cleanup EXIT
-load_driver
+lmq_load || skip_all "cannot load $LMQ_MOD"
 
 F=$W/a.img
 head -c 8M /dev/urandom >$F
 # counters of DEV: "name value" lines as sysfs has them, from the tool
-tool_stats() { "$CTL" --stats -n --raw "$1" | awk -v d="$1" '$1 == d && $2 != "mode" { print $2, $3 }'; }
-jstat() { "$CTL" --stats -J "$1" | jq -r ".loopdevices[0] | $2"; }
+tool_stats() { "$LOOPMQCTL" --stats -n --raw "$1" | awk -v d="$1" '$1 == d && $2 != "mode" { print $2, $3 }'; }
+jstat() { "$LOOPMQCTL" --stats -J "$1" | jq -r ".loopdevices[0] | $2"; }
 NREQ=64
 io() { dd if="$1" of=/dev/null bs=4k count=$NREQ iflag=direct status=none; }
 
 for m in direct kthread aio auto; do
-	D=$("$CTL" -f --show --mode $m $F) || { fail "attach --mode $m"; continue; }
+	D=$("$LOOPMQCTL" -f --show --mode $m $F) || { fail "attach --mode $m"; continue; }
 	is "$(sysv $D loopmq/mode)" $m "$m: sysfs mode after --mode $m"
-	check "$m: --reset-stats" "$CTL" --reset-stats $D
+	check "$m: --reset-stats" "$LOOPMQCTL" --reset-stats $D
 	is "$(awk '{ s += $2 } END { print s + 0 }' /sys/block/${D##*/}/loopmq/stats)" 0 \
 		"$m: sysfs counters are all 0 after --reset-stats"
 	io $D
@@ -38,7 +42,7 @@ for m in direct kthread aio auto; do
 	if [ "$same_out" = "$sys" ]; then pass "$m: --stats equals sysfs loopmq/stats"; else
 		fail "$m: --stats equals sysfs loopmq/stats" "tool: $(echo $same_out) / sysfs: $(echo $sys)"
 	fi
-	j=$("$CTL" --stats -J $D)
+	j=$("$LOOPMQCTL" --stats -J $D)
 	check "$m: --stats -J is valid JSON" jq -e . <<<"$j"
 	is "$(jq -r '.loopdevices[0].name' <<<"$j")" "$D" "$m: JSON name"
 	is "$(jq -r '.loopdevices[0].mode' <<<"$j")" "$m" "$m: JSON mode"
@@ -54,7 +58,7 @@ for m in direct kthread aio auto; do
 	[ $total -ge $NREQ ] && pass "$m: every request counted on a path ($total >= $NREQ)" ||
 		fail "$m: every request counted on a path" "$total < $NREQ"
 	is "$err" 0 "$m: no errors"
-	is "$("$CTL" -l -n --raw -O INLINE,AIO-INLINE,AIO-ASYNC,KTHREAD,FALLBACKS $D)" \
+	is "$("$LOOPMQCTL" -l -n --raw -O INLINE,AIO-INLINE,AIO-ASYNC,KTHREAD,FALLBACKS $D)" \
 		"$inl $ain $aas $kth $fbs" "$m: -l stats columns equal --stats"
 	case $m in
 	kthread)
@@ -70,24 +74,24 @@ for m in direct kthread aio auto; do
 		is "$inl" 0 "aio: nothing inline"
 		is "$kth" "$fbs" "aio: the kthread ran only counted fallbacks";;
 	esac
-	check "$m: --reset-stats again" "$CTL" --reset-stats $D
+	check "$m: --reset-stats again" "$LOOPMQCTL" --reset-stats $D
 	is "$(tool_stats $D | awk '{ s += $2 } END { print s + 0 }')" 0 "$m: the tool reads zeros"
-	"$CTL" -d $D
+	"$LOOPMQCTL" -d $D
 done
 
 # live switch, and the tool reads the driver's state, not its own idea
-D=$("$CTL" -f --show --mode kthread $F)
+D=$("$LOOPMQCTL" -f --show --mode kthread $F)
 echo aio >/sys/block/${D##*/}/loopmq/mode
-is "$("$CTL" -l -n -O MODE $D)" aio "-l shows a mode set through sysfs"
+is "$("$LOOPMQCTL" -l -n -O MODE $D)" aio "-l shows a mode set through sysfs"
 is "$(jstat $D .mode)" aio "--stats shows a mode set through sysfs"
-check "live --mode direct" "$CTL" --mode direct $D
+check "live --mode direct" "$LOOPMQCTL" --mode direct $D
 is "$(sysv $D loopmq/mode)" direct "live --mode direct reached sysfs"
-"$CTL" --reset-stats $D
+"$LOOPMQCTL" --reset-stats $D
 io $D
 k=$(jstat $D .paths.kthread) f=$(jstat $D '[.fallbacks[]] | add')
 is "$k" "$f" "after the live switch to direct: kthread only for fallbacks"
-check "live --mode kthread" "$CTL" --mode kthread $D
-"$CTL" --reset-stats $D
+check "live --mode kthread" "$LOOPMQCTL" --mode kthread $D
+"$LOOPMQCTL" --reset-stats $D
 io $D
 [ "$(jstat $D .paths.kthread)" -ge $NREQ ] && pass "after the live switch to kthread: all on the kthread" ||
 	fail "after the live switch to kthread: all on the kthread" "$(jstat $D .paths)"
@@ -103,9 +107,9 @@ if mkfs.ext4 -q -F /dev/vda >/dev/null 2>&1 && mount /dev/vda /mnt/t43; then
 	# clean page cache: NOWAIT direct I/O over dirty pages says EAGAIN
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	E=$("$CTL" -f --show --direct-io --mode aio $G)
+	E=$("$LOOPMQCTL" -f --show --direct-io --mode aio $G)
 	is "$(sysv $E loop/dio)/$(sysv $E loopmq/mode)" "1/aio" "ext4 file attached with dio in aio mode"
-	"$CTL" --reset-stats $E
+	"$LOOPMQCTL" --reset-stats $E
 	# twice: NOWAIT reads answer EAGAIN (-> kthread) until a blocking read
 	# has loaded ext4's extent status cache for the range
 	io $E
@@ -115,20 +119,20 @@ if mkfs.ext4 -q -F /dev/vda >/dev/null 2>&1 && mount /dev/vda /mnt/t43; then
 	[ "$a" -gt 0 ] && pass "dio + aio: requests took an aio path ($a)" ||
 		fail "dio + aio: requests took an aio path" "$(jstat $E '{paths, fallbacks} | tostring')"
 	is "$(tool_stats $E)" "$(cat /sys/block/${E##*/}/loopmq/stats)" "dio + aio: --stats equals sysfs"
-	is "$("$CTL" -l -n --raw -O AIO-INLINE,AIO-ASYNC $E)" "$(jstat $E '"\(.paths.aio_inline) \(.paths.aio_async)"')" \
+	is "$("$LOOPMQCTL" -l -n --raw -O AIO-INLINE,AIO-ASYNC $E)" "$(jstat $E '"\(.paths.aio_inline) \(.paths.aio_async)"')" \
 		"dio + aio: -l AIO columns equal --stats"
-	"$CTL" -d $E
+	"$LOOPMQCTL" -d $E
 	umount /mnt/t43
 else
 	skip "dio + aio" "cannot make ext4 on /dev/vda"
 fi
 
 # --stats without a device: every bound device
-D2=$("$CTL" -f --show $F)
-is "$("$CTL" --stats -n | awk '{ print $1 }' | sort -u | tr '\n' ' ')" "$(printf '%s\n' $D $D2 | sort | tr '\n' ' ')" \
+D2=$("$LOOPMQCTL" -f --show $F)
+is "$("$LOOPMQCTL" --stats -n | awk '{ print $1 }' | sort -u | tr '\n' ' ')" "$(printf '%s\n' $D $D2 | sort | tr '\n' ' ')" \
 	"--stats without a device covers every bound device"
-is "$("$CTL" --stats -J | jq '.loopdevices | length')" 2 "--stats -J without a device: two entries"
-"$CTL" -d $D2
-"$CTL" -d $D
+is "$("$LOOPMQCTL" --stats -J | jq '.loopdevices | length')" 2 "--stats -J without a device: two entries"
+"$LOOPMQCTL" -d $D2
+"$LOOPMQCTL" -d $D
 
 done_testing

@@ -11,16 +11,20 @@
 # Then LOOP_CHANGE_FD between two identical files of a read-only device
 # while a reader checks every read, and attach/detach of one device from
 # three processes.  At the end every device detaches and the module unloads.
-. /tests/lib/driver.sh
+DESCRIPTION="verifying fio while other processes hammer the device with ioctls"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 M=/mnt/t51 W=/tmp/t51
 RT=${RACE_SECONDS:-8}		# fio runtime per mode
 mkdir -p $M $W
 # ext4 on the scratch disk: direct I/O to the backing file works on 6.1 too
-mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on /dev/vda"; t_done; }
-lmq_load 2 max_part=4 || { t_fail "load $LMQ_MOD"; t_done; }
+mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { fail "ext4 on /dev/vda"; stop_testing; }
+lmq_load 2 max_part=4 || { fail "load $LMQ_MOD"; stop_testing; }
 exec 7<$LMQ_CTL		# holds the module: every rmmod below must fail
 D=$(lmq_dev 0) S=$(lmq_sys 0)
 CYCLES=0
@@ -29,19 +33,19 @@ CYCLES=0
 hammer_check() {
 	local ok
 	ok=$(sed -n 's/.* iterations, \([0-9]*\) ok.*/\1/p' "$2")
-	t_diag "$(cat "$2")"
+	diag "$(cat "$2")"
 	if [ "$3" -eq 0 ] && [ -n "$ok" ] && [ "$ok" -ge "${4:-1}" ]; then
-		t_ok "$1 ($ok ok)"
+		pass "$1 ($ok ok)"
 	else
-		t_fail "$1: exit $3, ok='$ok' (want >= ${4:-1})"
+		fail "$1: exit $3, ok='$ok' (want >= ${4:-1})"
 	fi
 	CYCLES=$((CYCLES + ${ok:-0}))
 }
 
 for mode in $LMQ_MODES; do
 	rm -f $M/img; truncate -s 64M $M/img
-	t_is "$(lmq-ioctl configure $D $M/img 8 0)" OK "$mode: attach with LO_FLAGS_PARTSCAN"
-	lmq_mode 0 $mode || t_fail "$mode: set mode"
+	is "$(lmq-ioctl configure $D $M/img 8 0)" OK "$mode: attach with LO_FLAGS_PARTSCAN"
+	lmq_mode 0 $mode || fail "$mode: set mode"
 	# An opener of our own for the LOOP_CLR_FD below.  fio closes the
 	# device between its I/O and its final verify pass (clear_io_state()
 	# closes every file, do_verify() opens them again): were fio the only
@@ -78,26 +82,26 @@ for mode in $LMQ_MODES; do
 		esac
 	done
 	# detach while fio still runs: autoclear, the device stays usable
-	t_is "$(lmq-ioctl clr-fd $D)" OK "$mode: LOOP_CLR_FD during fio"
+	is "$(lmq-ioctl clr-fd $D)" OK "$mode: LOOP_CLR_FD during fio"
 	wait $fpid; rc=$?
 	if [ "$rc" = 0 ]; then
-		t_ok "$mode: fio verified through all of it"
+		pass "$mode: fio verified through all of it"
 	else
-		t_fail "$mode: fio verified through all of it (fio exit $rc)"
+		fail "$mode: fio verified through all of it (fio exit $rc)"
 		sed 's/^/#   /' $W/fio.out | tail -n 15
 	fi
-	[ -e $S/loop/backing_file ] && t_ok "$mode: still bound while we hold it open" ||
-		t_fail "$mode: unbound before the last close"
+	[ -e $S/loop/backing_file ] && pass "$mode: still bound while we hold it open" ||
+		fail "$mode: unbound before the last close"
 	exec 8<&-
-	lmq_wait_gone $S/loop/backing_file 50 && t_ok "$mode: unbound after the last close" ||
-		t_fail "$mode: still bound after the last close"
+	lmq_wait_gone $S/loop/backing_file 50 && pass "$mode: unbound after the last close" ||
+		fail "$mode: still bound after the last close"
 done
 
 # LOOP_CHANGE_FD between identical files while a reader checks each read
 D1=$(lmq_dev 1)
 head -c 8M /dev/urandom >$M/a; cp $M/a $M/b; sync
 want=$(sha256sum <$M/a | cut -d' ' -f1)
-t_is "$(lmq-ioctl configure $D1 ro:$M/a 1 0)" OK "attach $D1 read-only"
+is "$(lmq-ioctl configure $D1 ro:$M/a 1 0)" OK "attach $D1 read-only"
 lmq-hammer -t 6 changefd $D1 $M/a $M/b >$W/h.changefd 2>&1 & hp=$!
 bad=0 reads=0
 while kill -0 $hp 2>/dev/null; do
@@ -106,8 +110,8 @@ while kill -0 $hp 2>/dev/null; do
 	[ "$got" = "$want" ] || bad=$((bad + 1))
 done
 wait $hp; hammer_check "LOOP_CHANGE_FD hammer" $W/h.changefd $?
-t_is "$bad" 0 "$reads full reads during LOOP_CHANGE_FD all match"
-t_is "$(lmq-ioctl clr-fd $D1)" OK "detach $D1"
+is "$bad" 0 "$reads full reads during LOOP_CHANGE_FD all match"
+is "$(lmq-ioctl clr-fd $D1)" OK "detach $D1"
 
 # attach/detach of one device from three processes
 for i in 1 2 3; do truncate -s 4M $M/f$i; done
@@ -116,19 +120,19 @@ lmq-hammer -t 5 rmmod $LMQ_MOD >$W/h.rmmod2 2>&1; hammer_check "rmmod refused du
 att=0
 for i in 1 2 3; do
 	pv=p$i; wait ${!pv}; rc=$?
-	t_diag "$(cat $W/h.att$i)"
-	t_is "$rc" 0 "attach/detach process $i: only EBUSY/ENXIO failures"
+	diag "$(cat $W/h.att$i)"
+	is "$rc" 0 "attach/detach process $i: only EBUSY/ENXIO failures"
 	ok=$(sed -n 's/.* iterations, \([0-9]*\) ok.*/\1/p' $W/h.att$i)
 	att=$((att + ${ok:-0}))
 done
-[ "$att" -ge 30 ] && t_ok "attach/detach storm: $att successful attaches+detaches" ||
-	t_fail "attach/detach storm: only $att successful attaches+detaches"
+[ "$att" -ge 30 ] && pass "attach/detach storm: $att successful attaches+detaches" ||
+	fail "attach/detach storm: only $att successful attaches+detaches"
 CYCLES=$((CYCLES + att))
-t_diag "race cycles (successful hammer operations): $CYCLES"
+diag "race cycles (successful hammer operations): $CYCLES"
 exec 7<&-
 nb=0
 for d in /sys/block/$LMQ_NAME[0-9]*; do [ -e $d/loop/backing_file ] && nb=$((nb + 1)); done
-t_is "$nb" 0 "every device detached"
+is "$nb" 0 "every device detached"
 umount $M
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -7,13 +7,17 @@
 # hang, rmmod must always be refused; afterwards every extra device can be
 # removed, every device is unbound and the module unloads.
 # timeout: 400
-. /tests/lib/driver.sh
+DESCRIPTION="LOOP_CTL_ADD/REMOVE/GET_FREE, opens, attaches and rmmod all at once"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
+}
+. /tests/lib/guest.sh
 
-command -v lmq-hammer >/dev/null || skip_all "lmq-hammer not installed"
 W=/tmp/t52
 T=${STORM_SECONDS:-20}
 mkdir -p $W
-lmq_load 4 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 4 || { fail "load $LMQ_MOD"; stop_testing; }
 exec 7<$LMQ_CTL		# holds the module: every rmmod must fail
 for i in 1 2 3 4; do truncate -s 4M $W/f$i; done
 
@@ -40,21 +44,21 @@ for k in "${!pids[@]}"; do
 	wait ${pids[$k]}; rc=$?
 	n=${outs[$k]}
 	line=$(cat $W/h.$n)
-	t_diag "$n: $line"
+	diag "$n: $line"
 	ok=$(sed -n 's/.* iterations, \([0-9]*\) ok.*/\1/p' $W/h.$n)
 	ok=${ok:-0}
-	t_is "$rc" 0 "$n: no unexpected errno, no hang"
+	is "$rc" 0 "$n: no unexpected errno, no hang"
 	case $n in
 	ctl*) ctl_ok=$((ctl_ok + ok)) ;;
 	att*) att_ok=$((att_ok + ok)) ;;
 	esac
 	[ $n = rmmod ] || cycles=$((cycles + ok))
 done
-[ $ctl_ok -ge 100 ] && t_ok "control storm: $ctl_ok successful ADD/REMOVE/GET_FREE" ||
-	t_fail "control storm: only $ctl_ok successful ADD/REMOVE/GET_FREE"
-[ $att_ok -ge 20 ] && t_ok "attach storm: $att_ok successful attaches+detaches" ||
-	t_fail "attach storm: only $att_ok successful attaches+detaches"
-t_diag "storm cycles: $cycles"
+[ $ctl_ok -ge 100 ] && pass "control storm: $ctl_ok successful ADD/REMOVE/GET_FREE" ||
+	fail "control storm: only $ctl_ok successful ADD/REMOVE/GET_FREE"
+[ $att_ok -ge 20 ] && pass "attach storm: $att_ok successful attaches+detaches" ||
+	fail "attach storm: only $att_ok successful attaches+detaches"
+diag "storm cycles: $cycles"
 exec 7<&-
 
 # remove every extra device; each must go away
@@ -65,19 +69,19 @@ for d in /sys/block/$LMQ_NAME[0-9]*; do
 	case $i in *[!0-9]*) continue;; esac
 	[ "$i" -ge 4 ] || continue
 	r=$(lmq-ioctl ctl-remove $LMQ_CTL $i 2>/dev/null | head -n1)
-	[ "$r" = OK ] || { t_diag "ctl-remove $i: $r"; left=$((left + 1)); }
+	[ "$r" = OK ] || { diag "ctl-remove $i: $r"; left=$((left + 1)); }
 done
-t_is "$left" 0 "every extra device removed"
+is "$left" 0 "every extra device removed"
 n=$(ls -d /sys/block/$LMQ_NAME[0-9]* 2>/dev/null | wc -l)
-t_is "$n" 4 "the 4 load-time devices remain"
+is "$n" 4 "the 4 load-time devices remain"
 nb=0
 for d in /sys/block/$LMQ_NAME[0-9]*; do [ -e $d/loop/backing_file ] && nb=$((nb + 1)); done
-t_is "$nb" 0 "every device unbound"
+is "$nb" 0 "every device unbound"
 # each device still attaches
 for i in 0 1 2 3; do
 	r=$(lmq-ioctl set-fd $(lmq_dev $i) $W/f1)$(lmq-ioctl clr-fd $(lmq_dev $i))
-	t_is "$r" OKOK "$(lmq_dev $i) attaches and detaches after the storm"
+	is "$r" OKOK "$(lmq_dev $i) attaches and detaches after the storm"
 done
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_is "$(ls -d /sys/block/$LMQ_NAME[0-9]* 2>/dev/null | wc -l)" 0 "no $LMQ_NAME disk left after unload"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+is "$(ls -d /sys/block/$LMQ_NAME[0-9]* 2>/dev/null | wc -l)" 0 "no $LMQ_NAME disk left after unload"
+done_testing

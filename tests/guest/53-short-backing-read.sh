@@ -13,11 +13,15 @@
 # this checks for: a short completion of a kiocb the kthread had submitted
 # was queued back to the kthread without waking it; and one of 0 bytes
 # made the kthread submit the same kiocb again, forever.
-. /tests/lib/driver.sh
+DESCRIPTION="direct-I/O reads that the backing device answers short complete"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+}
+. /tests/lib/guest.sh
 
 W=/tmp/t53 MB=1048576
 mkdir -p $W
-lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }
 D0=$(lmq_dev 0) D1=$(lmq_dev 1)
 head -c $((8 * MB)) /dev/urandom >$W/img
 dd if=$W/img of=$W/want bs=4096 skip=$((4 * MB / 4096 - 1)) count=1 status=none
@@ -29,14 +33,14 @@ kick() {	# a read through device 0's kthread wakes it up
 }
 
 for mode in $LMQ_MODES; do
-	t_is "$(lmq-ioctl set-fd $D1 $W/img)" OK "$mode: attach $D1 to an 8 MiB file"
+	is "$(lmq-ioctl set-fd $D1 $W/img)" OK "$mode: attach $D1 to an 8 MiB file"
 	# LO_FLAGS_DIRECT_IO (16): direct I/O on the backing block device
-	t_is "$(lmq-ioctl configure $D0 $D1 16 0)" OK "$mode: attach $D0 to $D1 with direct I/O"
-	t_is "$(cat $(lmq_sys 0)/loop/dio)" 1 "$mode: $D0 uses direct I/O"
+	is "$(lmq-ioctl configure $D0 $D1 16 0)" OK "$mode: attach $D0 to $D1 with direct I/O"
+	is "$(cat $(lmq_sys 0)/loop/dio)" 1 "$mode: $D0 uses direct I/O"
 	[ "$mode" = stock ] || { lmq_mode 0 $mode && lmq_mode 1 $mode; } ||
-		t_fail "$mode: set mode"
-	t_is "$(lmq-ioctl set-status $D1 0 $((4 * MB)) 0)" OK "$mode: shrink $D1 to 4 MiB"
-	t_is "$(blockdev --getsize64 $D1) $(blockdev --getsize64 $D0)" "$((4 * MB)) $((8 * MB))" \
+		fail "$mode: set mode"
+	is "$(lmq-ioctl set-status $D1 0 $((4 * MB)) 0)" OK "$mode: shrink $D1 to 4 MiB"
+	is "$(blockdev --getsize64 $D1) $(blockdev --getsize64 $D0)" "$((4 * MB)) $((8 * MB))" \
 		"$mode: sizes of $D1 and $D0"
 	# read OFFSET LENGTH WANT: 10 direct reads of device 0; counts
 	read10() {
@@ -53,7 +57,7 @@ for mode in $LMQ_MODES; do
 				kick
 				for t in $(seq 100); do kill -0 $p 2>/dev/null || break; sleep 0.1; done
 				kill -0 $p 2>/dev/null &&
-					{ t_fail "$mode: a read of $2 at $1 never ends"; t_done; }
+					{ fail "$mode: a read of $2 at $1 never ends"; stop_testing; }
 			fi
 			wait $p && done=$((done + 1)) || errs=$((errs + 1))
 			cmp -s $W/got $3 && good=$((good + 1))
@@ -61,22 +65,22 @@ for mode in $LMQ_MODES; do
 	}
 	# 8 KiB across the end: the backing answers 4 KiB, asynchronously
 	read10 $((4 * MB - 4096)) 8192 $W/want
-	t_is "$stuck" 0 "$mode: 10 reads across the end of the backing, none stuck for 10 s"
+	is "$stuck" 0 "$mode: 10 reads across the end of the backing, none stuck for 10 s"
 	if lmq_is_mq; then
-		t_is "$done $good" "10 10" "$mode: each read 4 KiB of data and 4 KiB of zeroes"
+		is "$done $good" "10 10" "$mode: each read 4 KiB of data and 4 KiB of zeroes"
 	else
-		t_is "$((done + errs))" 10 "$mode: each read ended (stock loop: $errs EIO)"
+		is "$((done + errs))" 10 "$mode: each read ended (stock loop: $errs EIO)"
 	fi
 	# 4 KiB wholly past the end: the backing answers 0 bytes
 	read10 $((6 * MB)) 4096 $W/zero
-	t_is "$stuck" 0 "$mode: 10 reads past the end of the backing, none stuck for 10 s"
+	is "$stuck" 0 "$mode: 10 reads past the end of the backing, none stuck for 10 s"
 	if lmq_is_mq; then
-		t_is "$done $good" "10 10" "$mode: each read 4 KiB of zeroes"
+		is "$done $good" "10 10" "$mode: each read 4 KiB of zeroes"
 	else
-		t_is "$((done + errs))" 10 "$mode: each read ended (stock loop: $errs EIO)"
+		is "$((done + errs))" 10 "$mode: each read ended (stock loop: $errs EIO)"
 	fi
-	t_is "$(lmq-ioctl clr-fd $D0)" OK "$mode: detach $D0"
-	t_is "$(lmq-ioctl clr-fd $D1)" OK "$mode: detach $D1"
+	is "$(lmq-ioctl clr-fd $D0)" OK "$mode: detach $D0"
+	is "$(lmq-ioctl clr-fd $D1)" OK "$mode: detach $D1"
 done
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -9,10 +9,16 @@
 # itself under I/O.  Every operation may fail, but cleanly: afterwards (with
 # injection off) the state is consistent, the device works, data written
 # reads back, every device detaches and the module unloads.
-. /tests/lib/driver.sh
+DESCRIPTION="FAILSLAB and FAIL_MAKE_REQUEST: every failure is clean"
+requires() {
+	[ -d /sys/kernel/debug/failslab ] && [ -d /sys/kernel/debug/fail_make_request ] ||
+		skip_all "no failslab/fail_make_request (not the debug kernel)"
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-failslab >/dev/null || skip_all "lmq-failslab not installed"
+}
+. /tests/lib/guest.sh
 
 FS=/sys/kernel/debug/failslab FM=/sys/kernel/debug/fail_make_request
-[ -d $FS ] && [ -d $FM ] || skip_all "no failslab/fail_make_request (not the debug kernel)"
 W=/tmp/t57
 mkdir -p $W
 truncate -s 16M $W/img
@@ -25,7 +31,6 @@ sha() { local x; x=$(sha256sum); echo "${x%% *}"; }
 word1() { local x=${1%%$'\n'*}; echo "${x%% *}"; }
 WANT=$(sha <$W/d)
 
-command -v lmq-failslab >/dev/null || skip_all "lmq-failslab not installed"
 # lmq-failslab sets /proc/self/make-it-fail around the system calls of one
 # operation only (module load, ioctl, I/O), so failures hit the kernel paths
 # under test rather than exec and libc.
@@ -48,7 +53,7 @@ works() {
 for i in 0 1 2 3; do truncate -s 16M $W/img$i; done
 if lmq_is_mq; then KO=$(modinfo -n $LMQ_MOD) PARAMS="nr_devices=4"
 else KO=$(modinfo -n loop) PARAMS="max_loop=4"; fi
-[ -f "$KO" ] || { t_fail "no module file for $LMQ_MOD"; t_done; }
+[ -f "$KO" ] || { fail "no module file for $LMQ_MOD"; stop_testing; }
 # tally NAME RESULT...: count OK / errno results
 tally() { local n=$1 x ok=0 bad=0; shift; for x in "$@"; do [ "$x" = OK ] && ok=$((ok + 1)) || bad=$((bad + 1)); done; echo "$ok OK, $bad failed"; }
 
@@ -62,17 +67,17 @@ for P in 5 20 60; do
 		slab_on $P; x=$(fs load $KO "$PARAMS"); slab_off
 		res+=("$x")
 		if grep -q "^$LMQ_MOD " /proc/modules; then
-			[ "$x" = OK ] || t_fail "P=$P%: load failed ($x) but the module is loaded"
-			lmq_unload || t_fail "P=$P%: unload after an injected load"
+			[ "$x" = OK ] || fail "P=$P%: load failed ($x) but the module is loaded"
+			lmq_unload || fail "P=$P%: unload after an injected load"
 		elif [ "$x" = OK ]; then
-			t_fail "P=$P%: load said OK, module not loaded"
+			fail "P=$P%: load said OK, module not loaded"
 		fi
 	done
 	if [ ${#res[@]} -gt 0 ]; then
-		t_diag "P=$P%: module load under failslab: $(tally load "${res[@]}")"
-		t_ok "P=$P%: ${#res[@]} loads under failslab, each loaded or failed cleanly"
+		diag "P=$P%: module load under failslab: $(tally load "${res[@]}")"
+		pass "P=$P%: ${#res[@]} loads under failslab, each loaded or failed cleanly"
 	fi
-	lmq_load 4 || { t_fail "P=$P%: clean load after injected loads"; continue; }
+	lmq_load 4 || { fail "P=$P%: clean load after injected loads"; continue; }
 
 	# --- add / attach / detach / remove under failslab ---
 	res=()
@@ -84,49 +89,49 @@ for P in 5 20 60; do
 			"$(fs getfree $LMQ_CTL)")
 		slab_off
 	done
-	t_diag "P=$P%: control ops under failslab: $(tally ctl "${res[@]}")"
+	diag "P=$P%: control ops under failslab: $(tally ctl "${res[@]}")"
 	for i in 10 11 12 13 14 15; do [ -e $(lmq_sys $i) ] && r ctl-remove $LMQ_CTL $i >/dev/null; done
 	for i in 0 1 2 3; do
-		works $i && t_ok "P=$P%: $(lmq_dev $i) works after injected control ops" ||
-			t_fail "P=$P%: $(lmq_dev $i) broken after injected control ops"
+		works $i && pass "P=$P%: $(lmq_dev $i) works after injected control ops" ||
+			fail "P=$P%: $(lmq_dev $i) broken after injected control ops"
 	done
 	n=$(ls -d /sys/block/$LMQ_NAME[0-9]* | wc -l)
-	[ "$n" -ge 4 ] && t_ok "P=$P%: $n devices present" || t_fail "P=$P%: only $n devices"
+	[ "$n" -ge 4 ] && pass "P=$P%: $n devices present" || fail "P=$P%: only $n devices"
 
 	# --- I/O under failslab, every mode ---
-	t_is "$(r set-fd $(lmq_dev 0) $W/img0)" OK "P=$P%: attach for I/O"
+	is "$(r set-fd $(lmq_dev 0) $W/img0)" OK "P=$P%: attach for I/O"
 	for mode in $LMQ_MODES; do
-		[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "P=$P% $mode: set mode"
+		[ "$mode" = stock ] || lmq_mode 0 $mode || fail "P=$P% $mode: set mode"
 		res=()
 		slab_on $P
 		for i in $(seq 8); do res+=("$(fs io $(lmq_dev 0))"); done
 		slab_off
-		t_diag "P=$P% $mode: I/O under failslab: $(tally io "${res[@]}")"
+		diag "P=$P% $mode: I/O under failslab: $(tally io "${res[@]}")"
 		dd if=$W/d of=$(lmq_dev 0) bs=64k oflag=direct conv=fsync status=none
-		t_is "$(dd if=$(lmq_dev 0) bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
+		is "$(dd if=$(lmq_dev 0) bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
 			"P=$P% $mode: data reads back after I/O under failslab"
 	done
 	# --- detach under failslab ---
 	slab_on $P; x=$(fs clr $(lmq_dev 0)); slab_off
 	if [ "$x" = OK ]; then
-		lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && t_ok "P=$P%: detach under failslab: OK, unbound" ||
-			t_fail "P=$P%: detach said OK, device still bound"
+		lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && pass "P=$P%: detach under failslab: OK, unbound" ||
+			fail "P=$P%: detach said OK, device still bound"
 	else
-		t_is "$(r clr-fd $(lmq_dev 0))" OK "P=$P%: detach under failslab failed ($x), the retry works"
+		is "$(r clr-fd $(lmq_dev 0))" OK "P=$P%: detach under failslab failed ($x), the retry works"
 	fi
-	lmq_unload; t_is "$?" 0 "P=$P%: $LMQ_MOD unloads"
+	lmq_unload; is "$?" 0 "P=$P%: $LMQ_MOD unloads"
 done
 slab_off
 
 # --- FAIL_MAKE_REQUEST on the backing device (brd) ---
-modprobe brd rd_nr=1 rd_size=16384 || { t_fail "modprobe brd"; t_done; }
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+modprobe brd rd_nr=1 rd_size=16384 || { fail "modprobe brd"; stop_testing; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
 echo 0 >$FM/verbose; echo 1 >$FM/interval; echo -1 >$FM/times
 for dio in 16 0; do
-	t_is "$(r configure $D /dev/ram0 $dio 0)" OK "attach /dev/ram0 (flags $dio)"
+	is "$(r configure $D /dev/ram0 $dio 0)" OK "attach /dev/ram0 (flags $dio)"
 	for mode in $LMQ_MODES; do
-		[ "$mode" = stock ] || lmq_mode 0 $mode || t_fail "$mode: set mode"
+		[ "$mode" = stock ] || lmq_mode 0 $mode || fail "$mode: set mode"
 		for P in 10 50 100; do
 			echo $P >$FM/probability; echo 1 >/sys/block/ram0/make-it-fail
 			ok=0 eio=0 other=0
@@ -134,34 +139,34 @@ for dio in 16 0; do
 				if [ $((i % 2)) = 0 ]; then x=$(r pwrite $D $((i * 65536)) 65536 direct)
 				else x=$(r pread $D $((i * 65536)) 65536 direct); fi
 				[ $dio = 0 ] && [ $((i % 2)) = 0 ] && [ "$x" = OK ] && x=$(r fsync $D)
-				case $x in OK) ok=$((ok + 1));; EIO) eio=$((eio + 1));; *) other=$((other + 1)); t_diag "got '$x'";; esac
+				case $x in OK) ok=$((ok + 1));; EIO) eio=$((eio + 1));; *) other=$((other + 1)); diag "got '$x'";; esac
 			done
 			echo 0 >/sys/block/ram0/make-it-fail; echo 0 >$FM/probability
-			t_diag "flags=$dio $mode P=$P%: $ok ok, $eio EIO, $other other"
+			diag "flags=$dio $mode P=$P%: $ok ok, $eio EIO, $other other"
 			if [ $P = 100 ]; then
-				[ $eio -gt 0 ] && [ $other = 0 ] && t_ok "flags=$dio $mode: backing I/O failing always gives EIO" ||
-					t_fail "flags=$dio $mode P=100: ok=$ok eio=$eio other=$other"
+				[ $eio -gt 0 ] && [ $other = 0 ] && pass "flags=$dio $mode: backing I/O failing always gives EIO" ||
+					fail "flags=$dio $mode P=100: ok=$ok eio=$eio other=$other"
 			else
-				[ $other = 0 ] && t_ok "flags=$dio $mode P=$P%: only OK or EIO, nothing hung" ||
-					t_fail "flags=$dio $mode P=$P%: unexpected results"
+				[ $other = 0 ] && pass "flags=$dio $mode P=$P%: only OK or EIO, nothing hung" ||
+					fail "flags=$dio $mode P=$P%: unexpected results"
 			fi
 		done
 		dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none
-		t_is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
+		is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha)" "$WANT" \
 			"flags=$dio $mode: works again with injection off"
 	done
-	t_is "$(r clr-fd $D)" OK "detach from /dev/ram0"
+	is "$(r clr-fd $D)" OK "detach from /dev/ram0"
 done
 
 # --- FAIL_MAKE_REQUEST on the device itself ---
 if [ -e $(lmq_sys 0)/make-it-fail ]; then
-	t_is "$(r set-fd $D $W/img)" OK "attach a file"
+	is "$(r set-fd $D $W/img)" OK "attach a file"
 	echo 100 >$FM/probability; echo 1 >$(lmq_sys 0)/make-it-fail
-	t_is "$(r pread $D 0 4096 direct)" EIO "bios to the device failed by the block layer: EIO"
+	is "$(r pread $D 0 4096 direct)" EIO "bios to the device failed by the block layer: EIO"
 	echo 0 >$(lmq_sys 0)/make-it-fail; echo 0 >$FM/probability
-	t_is "$(r pread $D 0 4096 direct)" OK "and it reads again"
-	t_is "$(r clr-fd $D)" OK "detach"
+	is "$(r pread $D 0 4096 direct)" OK "and it reads again"
+	is "$(r clr-fd $D)" OK "detach"
 fi
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 modprobe -r brd
-t_done
+done_testing

@@ -4,9 +4,13 @@
 # leaves nothing loaded; boundary values load, show in
 # /sys/module/loopmq/parameters, give working devices, and unload.
 # timeout: 300
-. /tests/lib/driver.sh
+DESCRIPTION="bad module parameter values are refused, boundary values work"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	lmq_is_mq || skip_all "loopmq-only parameters"
+}
+. /tests/lib/guest.sh
 
-lmq_is_mq || skip_all "loopmq-only parameters"
 W=/tmp/t59
 mkdir -p $W
 truncate -s 8M $W/img
@@ -19,11 +23,11 @@ BAD=(mode=bogus mode= mode=DIRECT mode=direct,aio nr_devices=-1 nr_devices=1025
 	nowait_adaptive=2 nowait_adaptive=abc stack_probe=maybe)
 for p in "${BAD[@]}"; do
 	if modprobe $LMQ_MOD "$p" 2>/dev/null; then
-		t_fail "modprobe $LMQ_MOD $p succeeded"
+		fail "modprobe $LMQ_MOD $p succeeded"
 		modprobe -r $LMQ_MOD
 	else
-		grep -q "^$LMQ_MOD " /proc/modules && { t_fail "$p: failed but the module is loaded"; modprobe -r $LMQ_MOD; } ||
-			t_ok "modprobe $LMQ_MOD $p fails"
+		grep -q "^$LMQ_MOD " /proc/modules && { fail "$p: failed but the module is loaded"; modprobe -r $LMQ_MOD; } ||
+			pass "modprobe $LMQ_MOD $p fails"
 	fi
 done
 
@@ -33,32 +37,32 @@ GOOD=("nr_devices=0" "nr_devices=1024 max_part=255" "hw_queue_depth=1"
 	"mode=kthread" "mode=aio nr_devices=2" "mode=direct max_part=15"
 	"nowait_adaptive=N stack_probe=Y" "nowait_adaptive=Y stack_probe=N")
 for g in "${GOOD[@]}"; do
-	if ! modprobe $LMQ_MOD $g; then t_fail "modprobe $LMQ_MOD $g"; continue; fi
+	if ! modprobe $LMQ_MOD $g; then fail "modprobe $LMQ_MOD $g"; continue; fi
 	bad=
 	for kv in $g; do
 		k=${kv%%=*} v=${kv#*=}
 		got=$(cat /sys/module/$LMQ_MOD/parameters/$k 2>/dev/null)
 		[ "$got" = "$v" ] || bad+=" $k=$got"
 	done
-	[ -z "$bad" ] && t_ok "$g loads and shows in parameters/" || t_fail "$g: parameters show$bad"
+	[ -z "$bad" ] && pass "$g loads and shows in parameters/" || fail "$g: parameters show$bad"
 	D=$(lmq_dev 0)
 	if [ "$g" = nr_devices=0 ]; then
-		t_is "$(ls -d /sys/block/$LMQ_NAME[0-9]* 2>/dev/null | wc -l)" 0 "nr_devices=0: no device"
-		t_is "$(lmq-ioctl ctl-add $LMQ_CTL 0)" OK "nr_devices=0: LOOP_CTL_ADD 0 works"
+		is "$(ls -d /sys/block/$LMQ_NAME[0-9]* 2>/dev/null | wc -l)" 0 "nr_devices=0: no device"
+		is "$(lmq-ioctl ctl-add $LMQ_CTL 0)" OK "nr_devices=0: LOOP_CTL_ADD 0 works"
 		udevadm settle 2>/dev/null; sleep 0.2
 	fi
 	if [ "$g" = "nr_devices=1024 max_part=255" ]; then
-		t_is "$(ls -d /sys/block/$LMQ_NAME[0-9]* | wc -l)" 1024 "1024 devices"
+		is "$(ls -d /sys/block/$LMQ_NAME[0-9]* | wc -l)" 1024 "1024 devices"
 		D=$(lmq_dev 1023)
 	fi
 	if [ -b $D ] && [ "$(lmq-ioctl set-fd $D $W/img)" = OK ]; then
 		dd if=$W/d of=$D bs=64k oflag=direct conv=fsync status=none
-		t_is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha256sum)" "$(sha256sum <$W/d)" \
+		is "$(dd if=$D bs=64k count=16 iflag=direct status=none | sha256sum)" "$(sha256sum <$W/d)" \
 			"$g: $D reads back"
 		lmq-ioctl clr-fd $D >/dev/null
 	else
-		t_fail "$g: cannot attach $D"
+		fail "$g: cannot attach $D"
 	fi
-	lmq_unload; t_is "$?" 0 "$g: unloads"
+	lmq_unload; is "$?" 0 "$g: unloads"
 done
-t_done
+done_testing

@@ -9,33 +9,37 @@
 # reports from elsewhere are listed as diagnostics; note that the harness
 # fails any test whose dmesg shows "suspected memory leak", which a scan
 # that finds anything prints, so in practice the scan must find nothing.
-. /tests/lib/driver.sh
+DESCRIPTION="a kmemleak scan after a driver workload finds no leak of ours"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -e /sys/kernel/debug/kmemleak ] || skip_all "no kmemleak (not the debug kernel)"
+}
+. /tests/lib/guest.sh
 
 KL=/sys/kernel/debug/kmemleak
-[ -e $KL ] || skip_all "no kmemleak (not the debug kernel)"
 W=/tmp/t69
 mkdir -p $W
 for i in 0 1 2 3; do truncate -s 16M $W/img$i; done
-lmq_load 4 max_part=4 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 4 max_part=4 || { fail "load $LMQ_MOD"; stop_testing; }
 base=$(awk -v m=$LMQ_MOD '$1 == m { print $6 }' /proc/modules)
 size=$(awk -v m=$LMQ_MOD '$1 == m { print $2 }' /proc/modules)
-t_diag "$LMQ_MOD core at $base, $size bytes"
+diag "$LMQ_MOD core at $base, $size bytes"
 
 # workload
 for i in 0 1 2 3; do
 	D=$(lmq_dev $i)
-	t_is "$(lmq-ioctl configure $D $W/img$i $(( i % 2 ? 16 : 8 )) 0)" OK "attach $D"
+	is "$(lmq-ioctl configure $D $W/img$i $(( i % 2 ? 16 : 8 )) 0)" OK "attach $D"
 done
 for mode in $LMQ_MODES; do
-	for i in 0 1; do [ "$mode" = stock ] || lmq_mode $i $mode || t_fail "$mode: set mode"; done
+	for i in 0 1; do [ "$mode" = stock ] || lmq_mode $i $mode || fail "$mode: set mode"; done
 	fio --name=kl --filename=$(lmq_dev 0):$(lmq_dev 1) --rw=randrw --bs=4k --ioengine=libaio \
 		--iodepth=16 --direct=1 --size=8M --io_size=4M --verify=crc32c \
 		--output-format=terse >$W/fio.out 2>&1
 	rc=$?
-	t_is "$rc" 0 "$mode: fio verify on two devices"
+	is "$rc" 0 "$mode: fio verify on two devices"
 	[ $rc = 0 ] || sed 's/^/#   /' $W/fio.out | tail -n 8
 	dd if=/dev/zero of=$(lmq_dev 2) bs=4k count=512 conv=fsync status=none
-	t_is "$?" 0 "$mode: buffered write + fsync"
+	is "$?" 0 "$mode: buffered write + fsync"
 done
 for i in $(seq 10); do
 	lmq-ioctl ctl-add $LMQ_CTL 20 >/dev/null; lmq-ioctl ctl-remove $LMQ_CTL 20 >/dev/null
@@ -50,7 +54,7 @@ scan() {
 	cat $KL
 }
 scan >$W/loaded.txt
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 scan >$W/unloaded.txt
 # an object is ours when a backtrace frame names the module, or lies in
 # the module's (now freed) core range
@@ -68,11 +72,11 @@ ours() {
 }
 total=$(grep -c '^unreferenced object' $W/unloaded.txt $W/loaded.txt | awk -F: '{ s += $2 } END { print s + 0 }')
 mine=$( { ours $W/loaded.txt; ours $W/unloaded.txt; } | grep -c '^unreferenced object')
-t_diag "kmemleak: $total reports in all (loaded + unloaded scans), $mine from $LMQ_MOD"
+diag "kmemleak: $total reports in all (loaded + unloaded scans), $mine from $LMQ_MOD"
 { ours $W/loaded.txt; ours $W/unloaded.txt; } | head -n 80 | sed 's/^/#   /'
 if [ "$mine" -eq 0 ] && [ "$total" -gt 0 ]; then
 	grep -A12 '^unreferenced object' $W/unloaded.txt | head -n 40 | sed 's/^/#   other: /'
 fi
-t_is "$mine" 0 "kmemleak: no leak from $LMQ_MOD"
+is "$mine" 0 "kmemleak: no leak from $LMQ_MOD"
 echo clear >$KL
-t_done
+done_testing

@@ -51,10 +51,14 @@
 # upper file systems never went read-only and fsck'd clean: the errors
 # hit file data.  The fixed code (323f864; HEAD 630df58; 6.1 too): 0
 # errors, fb_signal 37-55 per run.
-. /tests/lib/driver.sh
+DESCRIPTION="signals killing I/O submitters: no I/O error, clean file systems"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b "${SCRATCH:-/dev/vda}" ] || skip_all "no scratch disk"
+	require_cmd mkfs.ext4 mkfs.xfs e2fsck xfs_repair
+}
+. /tests/lib/guest.sh
 
-[ -b "${SCRATCH:-/dev/vda}" ] || skip_all "no scratch disk"
-require_cmd mkfs.ext4 mkfs.xfs e2fsck xfs_repair
 debug=0
 case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
 ITER=8
@@ -71,7 +75,7 @@ if [ $debug = 0 ]; then
 else
 	CELLS="tmpfs:off:xfs:auto,direct ext4:off:ext4:aio xfs:off:xfs:kthread"
 fi
-t_diag "seed $SEED, $ITER kills per mode and cell"
+diag "seed $SEED, $ITER kills per mode and cell"
 
 M=/mnt/t70 UP=/mnt/t70/up V=${SCRATCH:-/dev/vda}
 mkdir -p $M/tmpfs $M/vda $UP
@@ -85,7 +89,7 @@ cleanup() {	# idempotent; also on an early exit
 	rm -f /tmp/t70.fifo /tmp/t70.ext4 /tmp/t70.xfs /tmp/t70.err
 }
 trap cleanup EXIT
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0) NAME=${LMQ_NAME}0
 HAVE_FBS=0
 lmq_is_mq && grep -q '^fb_signal ' $S/loopmq/stats && HAVE_FBS=1
@@ -229,7 +233,7 @@ ro_now() {	# is the upper file system mounted read-only?
 truncate -s 128M /tmp/t70.ext4 && truncate -s 320M /tmp/t70.xfs &&
 	mkfs.ext4 -q -F -U $U_UE -E $E4OPT /tmp/t70.ext4 >/dev/null &&
 	mkfs.xfs -q -f -K -m uuid=$U_UX /tmp/t70.xfs >/dev/null ||
-	{ t_fail "mkfs of the upper file systems"; t_done; }
+	{ fail "mkfs of the upper file systems"; stop_testing; }
 n=0
 for cell in $CELLS; do
 	IFS=: read -r lo dio up modes <<<"$cell"
@@ -237,16 +241,16 @@ for cell in $CELLS; do
 	modes=${modes//,/ }
 	n=$((n + 1))
 	tag="$lo/dio-$dio $up"
-	lower $lo || { t_fail "$tag: $lo on the scratch disk"; continue; }
+	lower $lo || { fail "$tag: $lo on the scratch disk"; continue; }
 	img=$LDIR/img
 	rm -f $img
-	cp --sparse=always /tmp/t70.$up $img || { t_fail "$tag: image"; continue; }
+	cp --sparse=always /tmp/t70.$up $img || { fail "$tag: image"; continue; }
 	if ! $LOSETUP --direct-io=$dio $D $img 2>/tmp/t70.err ||
 		[ "$(cat $S/loop/dio 2>/dev/null)" != "$([ $dio = on ] && echo 1 || echo 0)" ]; then
 		if [ $lo = tmpfs ] && [ $dio = on ]; then
-			t_skip "$tag" "tmpfs has no O_DIRECT on $(uname -r)"
+			skip "$tag" "tmpfs has no O_DIRECT on $(uname -r)"
 		else
-			t_fail "$tag: attach with direct I/O $dio" "$(head -c 200 /tmp/t70.err)"
+			fail "$tag: attach with direct I/O $dio" "$(head -c 200 /tmp/t70.err)"
 		fi
 		$LOSETUP -d $D 2>/dev/null
 		lmq_wait_gone $S/loop/backing_file 30
@@ -256,7 +260,7 @@ for cell in $CELLS; do
 	case $up in
 	ext4) mount -o noinit_itable $D $UP ;;
 	xfs) mount $D $UP ;;
-	esac || { t_fail "$tag: mount $up on $NAME"; $LOSETUP -d $D; continue; }
+	esac || { fail "$tag: mount $up on $NAME"; $LOSETUP -d $D; continue; }
 	# what the readers read, cold (out of the page cache, the upper file
 	# system's and the backing's): 4 x 8 MiB for dread, 5 sets of 16 KiB
 	# files for bread (s/a* .. s/e*), each read once (one drop_caches per
@@ -264,12 +268,12 @@ for cell in $CELLS; do
 	mkdir $UP/s &&
 		dd if=/dev/zero of=$UP/big bs=1M count=32 status=none &&
 		head -c 2M /dev/zero | split -b 16k -a 2 - $UP/s/ && sync &&
-		echo 1 >/proc/sys/vm/drop_caches || t_fail "$tag: reader data"
+		echo 1 >/proc/sys/vm/drop_caches || fail "$tag: reader data"
 	NDREAD=0 NBREAD=0
 	echo "t70: cell $n" >/dev/kmsg
 	f0=$(lmq_stat0 0 fb_signal) c0=$(date +%s%N) c_sent=0 c_all=0
 	for mode in $modes; do
-		lmq_mode 0 $mode || { t_fail "$tag $mode: set mode"; continue; }
+		lmq_mode 0 $mode || { fail "$tag $mode: set mode"; continue; }
 		e0=$(lmq_stat0 0 errors)
 		K_sent=0 K_int=0 K_early=0 K_err=()
 		nk=$(iters $lo $dio $mode)
@@ -281,18 +285,18 @@ for cell in $CELLS; do
 		ro=
 		ro_now && ro=", file system read-only"
 		if [ "$e1" = "$e0" ] && [ -z "$ro" ]; then
-			t_ok "$tag $mode: $K_sent signals ($K_int SIGINT, $K_early too late), 0 errors"
+			pass "$tag $mode: $K_sent signals ($K_int SIGINT, $K_early too late), 0 errors"
 		else
-			t_fail "$tag $mode: $K_sent signals ($K_int SIGINT, $K_early too late)" \
+			fail "$tag $mode: $K_sent signals ($K_int SIGINT, $K_early too late)" \
 				"$((e1 - e0)) errors$ro"
-			t_diag "  errors by kind: $(for k in dwrite fwrite dread bread; do printf '%s %s ' $k ${K_err[$k]:-0}; done)"
+			diag "  errors by kind: $(for k in dwrite fwrite dread bread; do printf '%s %s ' $k ${K_err[$k]:-0}; done)"
 		fi
 	done
 	f1=$(lmq_stat0 0 fb_signal)
 	fbs_total=$((fbs_total + f1 - f0))
 	ro=$(ro_now && echo "read-only")
 	sync
-	umount $UP || t_fail "$tag: umount"
+	umount $UP || fail "$tag: umount"
 	log=$(dmesg | awk -v m="t70: cell $n" 'f; index($0, m) { f = 1 }')
 	ioe=$(grep -E "error,? (on )?dev $NAME\b" <<<"$log")
 	rol=$(grep -iE "read-only|shut ?down|aborting journal|aborted journal|EXT4-fs error|metadata I/O error" <<<"$log")
@@ -304,34 +308,34 @@ for cell in $CELLS; do
 	secs=$((($(date +%s%N) - c0) / 1000000000))
 	# a storm whose signals mostly came too late proves nothing
 	if [ $((c_sent * 3)) -lt $c_all ]; then
-		t_fail "$tag: the signals landed" "only $c_sent of $c_all processes were still running"
+		fail "$tag: the signals landed" "only $c_sent of $c_all processes were still running"
 	fi
 	if [ -z "$ioe" ] && [ -z "$rol" ] && [ -z "$ro" ] && [ $frc = 0 ]; then
-		t_ok "$tag: no I/O error in dmesg, never read-only, $up clean after the storm (${secs}s, fb_signal +$((f1 - f0)))"
+		pass "$tag: no I/O error in dmesg, never read-only, $up clean after the storm (${secs}s, fb_signal +$((f1 - f0)))"
 	else
 		why=
 		[ -n "$ioe" ] && why+="$(grep -c . <<<"$ioe") I/O error lines; "
 		[ -n "$rol" ] || [ -n "$ro" ] && why+="read-only/shutdown; "
 		[ $frc = 0 ] || why+="fsck exit $frc"
-		t_fail "$tag: no I/O error, never read-only, $up clean after the storm" "$why"
+		fail "$tag: no I/O error, never read-only, $up clean after the storm" "$why"
 		{ head -n 5 <<<"$ioe"; head -n 5 <<<"$rol"; [ $frc = 0 ] || tail -n 8 <<<"$fsck"; } |
 			grep . | sed 's/^/#   /'
 	fi
-	$LOSETUP -d $D || t_fail "$tag: detach"
+	$LOSETUP -d $D || fail "$tag: detach"
 	lmq_wait_gone $S/loop/backing_file 30
 	rm -f $img
 done
 
 if lmq_is_mq; then
 	if [ $HAVE_FBS = 1 ]; then
-		t_ok "stats has fb_signal"
-		t_diag "fb_signal over all cells: $fbs_total"
+		pass "stats has fb_signal"
+		diag "fb_signal over all cells: $fbs_total"
 	else
-		t_diag "no fb_signal in $S/loopmq/stats (a module without the fallback)"
+		diag "no fb_signal in $S/loopmq/stats (a module without the fallback)"
 	fi
 fi
 exec {nop}>&-
 cleanup 2>/dev/null
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing
 

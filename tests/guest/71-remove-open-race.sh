@@ -34,9 +34,13 @@
 # Then a shorter storm with a second opener running freely.  Only
 # documented errnos; afterwards the index can be added and removed again,
 # device 0 attaches, the module unloads.
-. /tests/lib/driver.sh
+DESCRIPTION="LOOP_CTL_REMOVE racing opens of the same unbound device"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
+}
+. /tests/lib/guest.sh
 
-command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
 W=/tmp/t71
 mkdir -p $W
 PRE=/sys/kernel/debug/sched/preempt
@@ -51,9 +55,9 @@ restore() { echo "$modprobe_was" >/proc/sys/kernel/modprobe; }
 trap restore EXIT
 trap 'restore; exit 1' INT TERM
 echo /bin/true >/proc/sys/kernel/modprobe
-t_diag "preemption: $(cat $PRE 2>/dev/null || echo 'not switchable (no PREEMPT_DYNAMIC)')"
+diag "preemption: $(cat $PRE 2>/dev/null || echo 'not switchable (no PREEMPT_DYNAMIC)')"
 
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 exec 7<$LMQ_CTL		# holds the module
 
 # storm TAG DESC SECONDS OPENERS MIN: run lmq-openrace remove, report
@@ -62,26 +66,26 @@ storm() {
 	lmq-openrace remove $LMQ_CTL $LMQ_PREFIX $IDX $3 $4 >$W/out.$1 2>$W/err.$1 &
 	wait $!
 	rc=$?
-	while read -r l; do t_diag "$l"; done <$W/out.$1
+	while read -r l; do diag "$l"; done <$W/out.$1
 	[ -s $W/err.$1 ] && head -n 12 $W/err.$1 | sed 's/^/#   /'
-	t_is "$rc" 0 "$2 ($3 s, $4 opener(s)): only expected errnos, no removed device usable"
+	is "$rc" 0 "$2 ($3 s, $4 opener(s)): only expected errnos, no removed device usable"
 	rm_ok=$(sed -n 's/^lmq-openrace remove: LOOP_CTL_REMOVE ok=\([0-9]*\).*/\1/p' $W/out.$1)
 	open_ok=$(sed -n 's/^lmq-openrace remove: open ok=\([0-9]*\).*/\1/p' $W/out.$1)
 	[ "${rm_ok:-0}" -ge $5 ] && [ "${open_ok:-0}" -ge $5 ] &&
-		t_ok "$2: $rm_ok removes, $open_ok opens" ||
-		t_fail "$2: only '${rm_ok:-}' removes, '${open_ok:-}' opens"
+		pass "$2: $rm_ok removes, $open_ok opens" ||
+		fail "$2: only '${rm_ok:-}' removes, '${open_ok:-}' opens"
 }
 storm sync "remove/open storm" $T 1 10
 storm free "remove/open storm, free opener" $T2 2 2
 restore
 
-t_run "$LMQ_PREFIX$IDX is gone after the storm" lmq_wait_gone /sys/block/$LMQ_NAME$IDX 30
-t_is "$(lmq-ioctl ctl-add $LMQ_CTL $IDX)" OK "LOOP_CTL_ADD $IDX after the storm"
-t_is "$(lmq-ioctl ctl-remove $LMQ_CTL $IDX)" OK "LOOP_CTL_REMOVE $IDX after the storm"
+check_quiet "$LMQ_PREFIX$IDX is gone after the storm" lmq_wait_gone /sys/block/$LMQ_NAME$IDX 30
+is "$(lmq-ioctl ctl-add $LMQ_CTL $IDX)" OK "LOOP_CTL_ADD $IDX after the storm"
+is "$(lmq-ioctl ctl-remove $LMQ_CTL $IDX)" OK "LOOP_CTL_REMOVE $IDX after the storm"
 truncate -s 4M $W/f
 D=$(lmq_dev 0)
-t_is "$(lmq-ioctl set-fd $D $W/f)$(lmq-ioctl clr-fd $D)" OKOK "$D attaches and detaches"
+is "$(lmq-ioctl set-fd $D $W/f)$(lmq-ioctl clr-fd $D)" OKOK "$D attaches and detaches"
 exec 7<&-
 lmq_wait_gone $(lmq_sys 0)/loop/backing_file 50
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -14,9 +14,13 @@
 # deferred until the last opener closed (LOOP_CLR_FD with other openers
 # only sets autoclear; stock loop since 6.11 also refuses opens during the
 # detach): nothing is asserted before the openers stopped.
-. /tests/lib/driver.sh
+DESCRIPTION="detach of a partitioned device racing opens of a partition"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
+}
+. /tests/lib/guest.sh
 
-command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
 W=/tmp/t72
 mkdir -p $W
 case $(uname -r) in
@@ -30,17 +34,17 @@ truncate -s 32M $W/img
 # MBR written by hand where there is no sfdisk (as in 23-partitions)
 if command -v sfdisk >/dev/null; then
 	printf 'label: gpt\nstart=2048, size=16384, name=one\nstart=18432, size=16384, name=two\n' |
-		sfdisk -q $W/img >/dev/null || { t_fail "sfdisk"; t_done; }
-	t_diag "GPT by sfdisk"
+		sfdisk -q $W/img >/dev/null || { fail "sfdisk"; stop_testing; }
+	diag "GPT by sfdisk"
 else
 	printf '\x00\x00\x00\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\x40\x00\x00' |
 		dd of=$W/img bs=1 seek=446 conv=notrunc status=none
 	printf '\x00\x00\x00\x00\x83\x00\x00\x00\x00\x48\x00\x00\x00\x40\x00\x00' |
 		dd of=$W/img bs=1 seek=462 conv=notrunc status=none
 	printf '\x55\xaa' | dd of=$W/img bs=1 seek=510 conv=notrunc status=none
-	t_diag "MBR by hand (no sfdisk)"
+	diag "MBR by hand (no sfdisk)"
 fi
-lmq_load 1 max_part=15 || { t_fail "load $LMQ_MOD max_part=15"; t_done; }
+lmq_load 1 max_part=15 || { fail "load $LMQ_MOD max_part=15"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0) NM=${LMQ_NAME}0
 
 # gone: nothing of the binding and the partitions left
@@ -57,12 +61,12 @@ msgs0=$(dmesg | grep -cE "$pat")
 cycles=0 bad=0 detach_err=0 opener_err=0 unset_partscan=0
 for ((i = 1; i <= N; i++)); do
 	if ! $LOSETUP -P $D $W/img; then
-		t_fail "cycle $i: losetup -P $D"
+		fail "cycle $i: losetup -P $D"
 		break
 	fi
 	for ((k = 0; k < 50; k++)); do [ -b ${D}p2 ] && break; sleep 0.05; done
 	if [ ! -b ${D}p1 ] || [ ! -b ${D}p2 ]; then
-		t_fail "cycle $i: ${D}p1 and ${D}p2 after attach" "$(ls /dev | grep "^$NM" | tr '\n' ' ')"
+		fail "cycle $i: ${D}p1 and ${D}p2 after attach" "$(ls /dev | grep "^$NM" | tr '\n' ' ')"
 		break
 	fi
 	[ "$(cat $S/loop/partscan 2>/dev/null)" = 1 ] || unset_partscan=$((unset_partscan + 1))
@@ -74,25 +78,25 @@ for ((i = 1; i <= N; i++)); do
 	sleep 0.3
 	kill -TERM $po
 	wait $po || { opener_err=$((opener_err + 1)); sed 's/^/#   /' $W/po; }
-	[ $i = 1 ] && t_diag "cycle 1 openers: $(grep -o 'open ok.*' $W/po)"
+	[ $i = 1 ] && diag "cycle 1 openers: $(grep -o 'open ok.*' $W/po)"
 	cycles=$i
 	# losetup -d returned, every opener closed: gone within a short wait
 	for ((k = 0; k < 50; k++)); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 	left=$(leftovers)
 	if [ -n "$left" ]; then
 		bad=$((bad + 1))
-		t_diag "cycle $i: 5 s after the detach and the last close still there: $left"
+		diag "cycle $i: 5 s after the detach and the last close still there: $left"
 		[ $bad -ge $MAXFAIL ] && break
 		# the next attach rescans; a stale binding would refuse it
 		[ -e $S/loop/backing_file ] && { lmq-ioctl clr-fd $D >/dev/null; lmq_wait_gone $S/loop/backing_file 50; }
 	fi
 done
-t_is "$bad" 0 "$cycles detach cycles with racing partition opens: none left the device bound or partitions behind"
-t_is "$detach_err" 0 "losetup -d succeeded in every cycle"
-t_is "$opener_err" 0 "partition openers saw only ENOENT/ENXIO"
-t_is "$unset_partscan" 0 "loop/partscan was 1 after every attach"
+is "$bad" 0 "$cycles detach cycles with racing partition opens: none left the device bound or partitions behind"
+is "$detach_err" 0 "losetup -d succeeded in every cycle"
+is "$opener_err" 0 "partition openers saw only ENOENT/ENXIO"
+is "$unset_partscan" 0 "loop/partscan was 1 after every attach"
 msgs=$(($(dmesg | grep -cE "$pat") - msgs0))
-t_is "$msgs" 0 "no 'partition (re)scan failed' in dmesg"
+is "$msgs" 0 "no 'partition (re)scan failed' in dmesg"
 [ "$msgs" = 0 ] || dmesg | grep -E "$pat" | tail -n 3 | sed 's/^/#   /'
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -28,31 +28,35 @@
 # which cannot end while the submitter is inside that window without
 # preemption; on 6.12 it is freed at once but into a SLAB_TYPESAFE_BY_RCU
 # cache, where a stale read goes unnoticed without KASAN.
-. /tests/lib/driver.sh
+DESCRIPTION="LOOP_CHANGE_FD and detach with aio requests in flight"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-command -v lmq-openrace >/dev/null || skip_all "lmq-openrace not installed"
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 W=/tmp/t73 M=/mnt/t73
 case $(uname -r) in
 *-amd64) T=${RACE_SECONDS:-8} SZ=64 ;;
 *) T=${RACE_SECONDS:-4} SZ=32 ;;	# debug kernel: KASAN, lockdep, ~10x slower
 esac
 mkdir -p $W $M
-mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { t_fail "ext4 on /dev/vda"; t_done; }
-lmq-openrace mkimg $M/a $SZ && cp $M/a $M/b && sync || { t_fail "images"; t_done; }
+mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { fail "ext4 on /dev/vda"; stop_testing; }
+lmq-openrace mkimg $M/a $SZ && cp $M/a $M/b && sync || { fail "images"; stop_testing; }
 # lockdep kernels: let the inline (queue_rq) submissions be checked too,
 # where the module has the switch (no upper file system here to confuse it)
 lp=
 lmq_is_mq && modinfo -p loopmq 2>/dev/null | grep -q '^lockdep_guard:' && lp=lockdep_guard=0
-lmq_load 1 $lp || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 1 $lp || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0) S=$(lmq_sys 0)
 if lmq_is_mq; then MODES=${LMQ73_MODES:-aio auto}; else MODES=stock; fi
 
 for mode in $MODES; do
 	# 1. LOOP_CHANGE_FD and a deferred detach under fio
-	t_is "$(lmq-ioctl -r configure $D ro:$M/a 17 0)" OK "$mode: attach read-only, direct I/O"
-	lmq_mode 0 $mode || t_fail "$mode: set mode"
-	t_is "$(cat $S/loop/dio 2>/dev/null)" 1 "$mode: loop/dio"
+	is "$(lmq-ioctl -r configure $D ro:$M/a 17 0)" OK "$mode: attach read-only, direct I/O"
+	lmq_mode 0 $mode || fail "$mode: set mode"
+	is "$(cat $S/loop/dio 2>/dev/null)" 1 "$mode: loop/dio"
 	fio --name=aio --filename=$D --readonly --rw=randread --bs=4k --ioengine=libaio \
 		--iodepth=32 --direct=1 --time_based --runtime=$((T + 3)) \
 		--output=$W/fio.out --output-format=terse >$W/fio.err 2>&1 &
@@ -60,32 +64,32 @@ for mode in $MODES; do
 	sleep 1
 	lmq-openrace changefd $D $M/a $M/b $T >$W/cf 2>&1
 	rc=$?
-	while read -r l; do t_diag "$l"; done <$W/cf
+	while read -r l; do diag "$l"; done <$W/cf
 	n=$(sed -n 's/.* \([0-9]*\) changes.*/\1/p' $W/cf)
-	t_is "$rc" 0 "$mode: LOOP_CHANGE_FD under fio: every change and every checked read OK"
-	[ "${n:-0}" -ge 3 ] && t_ok "$mode: $n changes" || t_fail "$mode: only '${n:-}' changes"
-	lmq_is_mq && t_diag "$mode: $(awk '$2 > 0 && $1 !~ /^fb_/ { printf "%s=%s ", $1, $2 }' $S/loopmq/stats)"
-	t_run "$mode: losetup -d while fio runs" $LOSETUP -d $D
+	is "$rc" 0 "$mode: LOOP_CHANGE_FD under fio: every change and every checked read OK"
+	[ "${n:-0}" -ge 3 ] && pass "$mode: $n changes" || fail "$mode: only '${n:-}' changes"
+	lmq_is_mq && diag "$mode: $(awk '$2 > 0 && $1 !~ /^fb_/ { printf "%s=%s ", $1, $2 }' $S/loopmq/stats)"
+	check_quiet "$mode: losetup -d while fio runs" $LOSETUP -d $D
 	wait $fpid
 	rc=$?
-	t_is "$rc" 0 "$mode: fio saw no error (the detach waited for its close)"
+	is "$rc" 0 "$mode: fio saw no error (the detach waited for its close)"
 	[ $rc = 0 ] || { tail -n 5 $W/fio.err; cut -c1-200 $W/fio.out | tail -n 3; } | sed 's/^/#   /'
-	t_run "$mode: unbound once fio closed it" lmq_wait_gone $S/loop/backing_file 50
+	check_quiet "$mode: unbound once fio closed it" lmq_wait_gone $S/loop/backing_file 50
 
 	# 2. detach through the only opener's descriptor with reads in flight
 	if lmq_is_mq; then
 		# the mode stays across binds; aiodetach binds by itself
-		t_is "$(cat $S/loopmq/mode)" $mode "$mode: mode kept while unbound"
+		is "$(cat $S/loopmq/mode)" $mode "$mode: mode kept while unbound"
 	fi
 	lmq-openrace aiodetach $D $M/a $T 32 >$W/ad 2>&1
 	rc=$?
-	while read -r l; do t_diag "$l"; done <$W/ad
+	while read -r l; do diag "$l"; done <$W/ad
 	n=$(sed -n 's/.*, \([0-9]*\) cycles.*/\1/p' $W/ad)
-	t_is "$rc" 0 "$mode: detach/reattach under aio: only good data, EOF or EIO"
-	[ "${n:-0}" -ge 2 ] && t_ok "$mode: $n detach cycles" || t_fail "$mode: only '${n:-}' detach cycles"
-	t_run "$mode: unbound at the end" lmq_wait_gone $S/loop/backing_file 50
+	is "$rc" 0 "$mode: detach/reattach under aio: only good data, EOF or EIO"
+	[ "${n:-0}" -ge 2 ] && pass "$mode: $n detach cycles" || fail "$mode: only '${n:-}' detach cycles"
+	check_quiet "$mode: unbound at the end" lmq_wait_gone $S/loop/backing_file 50
 done
-cmp -s $M/a $M/b && t_ok "images unchanged" || t_fail "images differ"
-umount $M || t_fail "umount"
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+cmp -s $M/a $M/b && pass "images unchanged" || fail "images differ"
+umount $M || fail "umount"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

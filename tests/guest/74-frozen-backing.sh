@@ -67,10 +67,14 @@
 # writer is asserted on two devices (ext4 direct I/O on, xfs off); its
 # reads while frozen wait behind the writes in its worker (measured), so
 # for it that check is skipped and the reads are checked after the thaw.
-. /tests/lib/driver.sh
+DESCRIPTION="a frozen backing file system blocks writers, not the device; all resume"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+	command -v fsfreeze >/dev/null || command -v xfs_io >/dev/null || skip_all "no fsfreeze or xfs_io"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
-command -v fsfreeze >/dev/null || command -v xfs_io >/dev/null || skip_all "no fsfreeze or xfs_io"
 debug=0
 case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
 
@@ -99,7 +103,7 @@ if [ $debug = 1 ]; then
 	MODES=("${MODES[@]:0:${#FSS[@]}}") DIOS=("${DIOS[@]:0:${#FSS[@]}}")
 fi
 ND=${#MODES[@]}
-lmq_load $ND || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load $ND || { fail "load $LMQ_MOD"; stop_testing; }
 QRQ="] ${LMQ_NAME}_queue_rq+"
 
 # sample PID...: one line per thread of PID that is in an I/O system call:
@@ -147,22 +151,22 @@ half=$(($(blockdev --getsz /dev/vda) / 2))
 for fs in $(printf '%s\n' "${FSS[@]}" | sort -u); do
 	case $fs in ext4) off=0 ;; *) off=$half ;; esac
 	mkdir -p $M/$fs
-	dms create t74$fs --table "0 $half linear /dev/vda $off" || { t_fail "$fs: dm-linear"; t_done; }
+	dms create t74$fs --table "0 $half linear /dev/vda $off" || { fail "$fs: dm-linear"; stop_testing; }
 	case $fs in
 	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/mapper/t74$fs ;;
 	xfs) mkfs.xfs -q -f /dev/mapper/t74$fs ;;
-	esac >/dev/null 2>&1 && mount -t $fs /dev/mapper/t74$fs $M/$fs || { t_fail "$fs: mkfs and mount"; t_done; }
+	esac >/dev/null 2>&1 && mount -t $fs /dev/mapper/t74$fs $M/$fs || { fail "$fs: mkfs and mount"; stop_testing; }
 done
-for ((i = 0; i < ND; i++)); do cp /tmp/t74.img $M/${FSS[i]}/img$i || t_fail "image $i"; done
+for ((i = 0; i < ND; i++)); do cp /tmp/t74.img $M/${FSS[i]}/img$i || fail "image $i"; done
 sync
 for ((i = 0; i < ND; i++)); do
 	tag[i]="${FSS[i]}/${MODES[i]}/dio=${DIOS[i]}"
-	$LOSETUP --direct-io=${DIOS[i]} $(lmq_dev $i) $M/${FSS[i]}/img$i || t_fail "${tag[i]}: attach"
-	lmq_mode $i ${MODES[i]} || t_fail "${tag[i]}: set mode"
+	$LOSETUP --direct-io=${DIOS[i]} $(lmq_dev $i) $M/${FSS[i]}/img$i || fail "${tag[i]}: attach"
+	lmq_mode $i ${MODES[i]} || fail "${tag[i]}: set mode"
 	lmq_is_mq && echo 0 >$(lmq_sys $i)/loopmq/stats
 	# warm region B (see above)
 	dd if=$(lmq_dev $i) of=/dev/null bs=64k count=16 iflag=direct status=none ||
-		t_fail "${tag[i]}: read region B before the freeze"
+		fail "${tag[i]}: read region B before the freeze"
 done
 
 for fs in $(printf '%s\n' "${FSS[@]}" | sort -u); do
@@ -193,7 +197,7 @@ for ((t = 0; t < 600; t++)); do
 	[ $ready -ge $NW ] && break
 	sleep 0.1
 done
-t_diag "$ready of $NW writers in their I/O call after $t polls"
+diag "$ready of $NW writers in their I/O call after $t polls"
 sleep 0.5
 for ((s = 0; s < 10; s++)); do
 	while read -r p k h; do hits[$p/$k]=$((${hits[$p/$k]:-0} + h)); done < <(sample "${PIDS[@]}")
@@ -201,27 +205,27 @@ for ((s = 0; s < 10; s++)); do
 done
 n=0
 for ((i = 0; i < ND; i++)); do n=$((n + $(awk '{ print $2 }' $(lmq_sys $i)/inflight))); done
-t_diag "$n writes in flight on $ND devices"
+diag "$n writes in flight on $ND devices"
 for ((w = 0; w < NW; w++)); do
 	key=${W_KEY[w]} i=${W_DEV[w]}
 	pid=${key%/*} name=${key#*/} h=${hits[$key]:-0}
 	desc="${tag[i]}: $name writer, backing frozen"
 	if [ -z "${seen[$key]:-}" ]; then
-		t_fail "$desc: in its I/O system call while frozen" "never seen there: the freeze or the writer is broken"
+		fail "$desc: in its I/O system call while frozen" "never seen there: the freeze or the writer is broken"
 		continue
 	fi
 	if ! alive $pid; then
-		t_fail "$desc: still waiting while frozen" "it finished: the freeze or the writer is broken"
+		fail "$desc: still waiting while frozen" "it finished: the freeze or the writer is broken"
 		continue
 	fi
 	if asserted $name ${MODES[i]} ${DIOS[i]} ${FSS[i]}; then
 		if [ $h -lt 5 ]; then
-			t_ok "$desc: not blocked in queue_rq ($h/10 samples)"
+			pass "$desc: not blocked in queue_rq ($h/10 samples)"
 		else
-			t_fail "$desc: not blocked in queue_rq" "in ${LMQ_NAME}_queue_rq in $h/10 samples: $(where $pid $name)"
+			fail "$desc: not blocked in queue_rq" "in ${LMQ_NAME}_queue_rq in $h/10 samples: $(where $pid $name)"
 		fi
 	else
-		t_diag "$desc: in queue_rq in $h/10 samples (not asserted: synchronous call by design)"
+		diag "$desc: in queue_rq in $h/10 samples (not asserted: synchronous call by design)"
 	fi
 done
 # region B of every device reads back while frozen
@@ -241,14 +245,14 @@ late=()
 for ((i = 0; i < ND; i++)); do
 	if ! alive ${R_PID[i]}; then
 		wait ${R_PID[i]}
-		t_is "$(cat /tmp/t74.r$i)" "$(cat /tmp/t74.b.sha)" "${tag[i]}: region B reads back while frozen"
+		is "$(cat /tmp/t74.r$i)" "$(cat /tmp/t74.b.sha)" "${tag[i]}: region B reads back while frozen"
 		continue
 	fi
 	late+=($i)
 	if [ "${MODES[i]}" = stock ]; then
-		t_skip "${tag[i]}: region B read while frozen" "the stock driver's worker serves it after the writes, at the thaw"
+		skip "${tag[i]}: region B read while frozen" "the stock driver's worker serves it after the writes, at the thaw"
 	else
-		t_fail "${tag[i]}: region B read while frozen" "no answer in 20 s"
+		fail "${tag[i]}: region B read while frozen" "no answer in 20 s"
 	fi
 done
 
@@ -256,41 +260,41 @@ check "thaw" thaw_all
 for i in ${late[@]+"${late[@]}"}; do
 	for ((t = 0; t < 300; t++)); do alive ${R_PID[i]} || break; sleep 0.1; done
 	if alive ${R_PID[i]}; then
-		t_fail "${tag[i]}: region B reads back after the thaw" "no answer 30 s after the thaw"
+		fail "${tag[i]}: region B reads back after the thaw" "no answer 30 s after the thaw"
 	else
 		wait ${R_PID[i]}
-		t_is "$(cat /tmp/t74.r$i)" "$(cat /tmp/t74.b.sha)" "${tag[i]}: region B reads back after the thaw"
+		is "$(cat /tmp/t74.r$i)" "$(cat /tmp/t74.b.sha)" "${tag[i]}: region B reads back after the thaw"
 	fi
 done
 for p in "${PIDS[@]}"; do
 	for ((t = 0; t < 900; t++)); do alive $p || break; sleep 0.1; done
 	if alive $p; then
-		t_fail "writer $p ($(tr '\0' ' ' </proc/$p/cmdline | cut -c1-60)) finishes after the thaw" "still running after 90 s"
+		fail "writer $p ($(tr '\0' ' ' </proc/$p/cmdline | cut -c1-60)) finishes after the thaw" "still running after 90 s"
 		continue
 	fi
 	wait $p
 	rc=$? key=
 	for ((w = 0; w < NW; w++)); do [ "${W_KEY[w]%/*}" = $p ] && key=${W_KEY[w]} i=${W_DEV[w]}; done
 	case $key in
-	*/dd) t_is "$rc" 0 "${tag[i]}: dd writer finishes after the thaw" ;;
-	*) t_is "$rc" 0 "${tag[i]}: fio writers finish and verify (crc32c) after the thaw" ||
+	*/dd) is "$rc" 0 "${tag[i]}: dd writer finishes after the thaw" ;;
+	*) is "$rc" 0 "${tag[i]}: fio writers finish and verify (crc32c) after the thaw" ||
 		grep -i 'verify\|error' /tmp/t74.fio$i | head -n 5 | sed 's/^/#   /' ;;
 	esac
 done
 for ((i = 0; i < ND; i++)); do
 	[ "${MODES[i]}" = direct ] && continue
-	t_is "$(dd if=$(lmq_dev $i) bs=256k skip=24 count=4 iflag=direct status=none | sha256sum)" \
+	is "$(dd if=$(lmq_dev $i) bs=256k skip=24 count=4 iflag=direct status=none | sha256sum)" \
 		"$(sha256sum </tmp/t74.dd)" "${tag[i]}: dd's data reads back"
 done
 for ((i = 0; i < ND; i++)); do
 	if lmq_is_mq; then
-		t_diag "${tag[i]} stats: $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"
-		t_is "$(lmq_stat0 $i errors)" 0 "${tag[i]}: no errors counted"
+		diag "${tag[i]} stats: $(tr '\n' ' ' <$(lmq_sys $i)/loopmq/stats)"
+		is "$(lmq_stat0 $i errors)" 0 "${tag[i]}: no errors counted"
 	fi
-	$LOSETUP -d $(lmq_dev $i) || t_fail "${tag[i]}: detach"
+	$LOSETUP -d $(lmq_dev $i) || fail "${tag[i]}: detach"
 done
 for fs in $(printf '%s\n' "${FSS[@]}" | sort -u); do
-	umount $M/$fs && dms remove t74$fs || t_fail "$fs: umount"
+	umount $M/$fs && dms remove t74$fs || fail "$fs: umount"
 done
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -47,9 +47,13 @@
 # the fixed code: 0 of 1, 3 s); with four writers kthread mode stalled
 # too, after 2 MiB: nr_writeback 3340 KiB + nr_dirty 996 KiB, the kthread
 # alone in balance_dirty_pages, the pure case.
-. /tests/lib/driver.sh
+DESCRIPTION="writers over tight dirty limits make progress in every mode"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 debug=0
 case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
 NWR=4 W=32 IVL=5 MODES=$LMQ_MODES
@@ -82,10 +86,10 @@ restore() {
 trap restore EXIT
 [ $debug = 0 ] && [ -n "$o_ht" ] && echo 45 >$HT
 
-lmq_load 1 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
 low() { mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/vda 1G && mount /dev/vda $M/low; }
-t_run "ext4 on vda" low || t_done
+check_quiet "ext4 on vda" low || stop_testing
 # per mode, a fresh sparse image, so that every mode starts alike: the
 # backing file system allocates as it goes, and the upper one is new
 up() {	# up MODE
@@ -127,10 +131,10 @@ progress() {
 }
 
 for mode in $MODES; do
-	t_run "$mode: ext4 on $LMQ_NAME""0 (direct I/O off) on a fresh sparse image" up $mode || break
+	check_quiet "$mode: ext4 on $LMQ_NAME""0 (direct I/O off) on a fresh sparse image" up $mode || break
 	sync
 	lmq_is_mq && echo 0 >$(lmq_sys 0)/loopmq/stats
-	limits_tight || t_fail "$mode: set dirty limits"
+	limits_tight || fail "$mode: set dirty limits"
 	rm -f /tmp/t75.stop
 	( n=0; while [ ! -e /tmp/t75.stop ]; do
 		dd if=$M/up/rfile of=/dev/null bs=256k iflag=direct status=none || exit 1
@@ -158,45 +162,45 @@ for mode in $MODES; do
 		last=$now
 		if [ $zero -ge 3 ] && [ $stall = 0 ]; then
 			stall=1
-			t_diag "$mode: stalled: $(vmstat)"
+			diag "$mode: stalled: $(vmstat)"
 			for t in /proc/[0-9]*; do
 				grep -q "${LMQ_NAME}_\|balance_dirty" $t/stack 2>/dev/null || continue
-				t_diag "  $(cat $t/comm): $(sed 's/^\[<[0-9a-f]*>\] //; s/+0x.*//' $t/stack | tr '\n' '<' | cut -c1-240)"
+				diag "  $(cat $t/comm): $(sed 's/^\[<[0-9a-f]*>\] //; s/+0x.*//' $t/stack | tr '\n' '<' | cut -c1-240)"
 			done
 			limits_default	# lift the limits: the throttled tasks run again
 		fi
 		[ $((SECONDS - t0)) -gt 600 ] && break
 	done
 	secs=$((SECONDS - t0))
-	t_diag "$mode: KiB of progress per ${IVL} s: ${prog[*]}"
-	t_diag "$mode: $NWR x $W MiB in $secs s; driver threads in balance_dirty_pages in $bdp of $samples samples"
-	[ $stall = 0 ] && t_ok "$mode: the writers never stalled (3 x $IVL s without progress)" ||
-		t_fail "$mode: the writers never stalled" "no progress for 3 x $IVL s"
+	diag "$mode: KiB of progress per ${IVL} s: ${prog[*]}"
+	diag "$mode: $NWR x $W MiB in $secs s; driver threads in balance_dirty_pages in $bdp of $samples samples"
+	[ $stall = 0 ] && pass "$mode: the writers never stalled (3 x $IVL s without progress)" ||
+		fail "$mode: the writers never stalled" "no progress for 3 x $IVL s"
 	for ((i = 0; i < NWR; i++)); do
 		for ((k = 0; k < 1200; k++)); do alive ${WP[i]} || break; sleep 0.1; done
 		if alive ${WP[i]}; then
-			t_fail "$mode: writer $i finishes" "still running"
+			fail "$mode: writer $i finishes" "still running"
 			kill -9 ${WP[i]}
 		else
 			wait ${WP[i]}
-			t_is "$?" 0 "$mode: writer $i finishes ($W MiB, fsync)"
+			is "$?" 0 "$mode: writer $i finishes ($W MiB, fsync)"
 		fi
 	done
 	touch /tmp/t75.stop
 	for ((k = 0; k < 600; k++)); do alive $rpid || break; sleep 0.1; done
 	if alive $rpid; then
-		t_fail "$mode: the reader finishes" "still running"
+		fail "$mode: the reader finishes" "still running"
 		kill -9 $rpid
 	else
 		wait $rpid
-		t_is "$?" 0 "$mode: the reader finishes without errors ($(cat /tmp/t75.reads 2>/dev/null || echo 0) passes)"
+		is "$?" 0 "$mode: the reader finishes without errors ($(cat /tmp/t75.reads 2>/dev/null || echo 0) passes)"
 	fi
 	limits_default
-	lmq_is_mq && { t_diag "$mode stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
-		t_is "$(lmq_stat 0 errors)" 0 "$mode: no errors counted"; }
-	t_run "$mode: unmount, detach" down || break
+	lmq_is_mq && { diag "$mode stats: $(tr '\n' ' ' <$(lmq_sys 0)/loopmq/stats)"
+		is "$(lmq_stat 0 errors)" 0 "$mode: no errors counted"; }
+	check_quiet "$mode: unmount, detach" down || break
 done
 umount $M/low
-t_is "$?" 0 "tear down"
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+is "$?" 0 "tear down"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

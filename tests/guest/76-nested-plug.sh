@@ -43,15 +43,19 @@
 #   == upper inline.  The upper's kthread's lower requests are fb_nested
 #   too.
 # - fio and the re-read verify, no errors.
-. /tests/lib/driver.sh
+DESCRIPTION="a lower device's bios from an inline call are counted as nested"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	lmq_is_mq || skip_all "loopmq only (dispatch statistics)"
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
 
-lmq_is_mq || skip_all "loopmq only (dispatch statistics)"
-[ -b /dev/vda ] || skip_all "no /dev/vda"
 debug=0
 case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
 M=/mnt/t76
 mkdir -p $M/low $M/mid
-lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }
 D0=$(lmq_dev 0) D1=$(lmq_dev 1)
 stats() { tr '\n' ' ' <$(lmq_sys $1)/loopmq/stats; }
 
@@ -66,61 +70,61 @@ setup() {
 		dd if=/dev/zero of=$M/mid/u bs=1M count=$size oflag=direct conv=fsync status=none &&
 		$LOSETUP --direct-io=on $D0 $M/mid/u
 }
-t_run "stack: ext4 (no journal, lazytime) on $LMQ_NAME""1 (direct) holding a written $size MiB image, $LMQ_NAME""0 on it (dio)" setup || t_done
-t_is "$(cat $(lmq_sys 0)/loop/dio)" 1 "upper: direct I/O on"
+check_quiet "stack: ext4 (no journal, lazytime) on $LMQ_NAME""1 (direct) holding a written $size MiB image, $LMQ_NAME""0 on it (dio)" setup || stop_testing
+is "$(cat $(lmq_sys 0)/loop/dio)" 1 "upper: direct I/O on"
 
 for mode in aio auto; do
 	# a fresh attach (a fresh NOWAIT estimate), no page cache of U (a NOWAIT
 	# direct write over cached pages answers "would block"), the image's
 	# extent map loaded (a NOWAIT write needs it cached); nothing dirty
 	$LOSETUP -d $D0 && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file" &&
-		$LOSETUP --direct-io=on $D0 $M/mid/u || t_fail "$mode: re-attach the upper device"
-	lmq_mode 0 $mode || t_fail "$mode: set mode"
+		$LOSETUP --direct-io=on $D0 $M/mid/u || fail "$mode: re-attach the upper device"
+	lmq_mode 0 $mode || fail "$mode: set mode"
 	sync
 	echo 1 >/proc/sys/vm/drop_caches
 	dd if=$D0 of=/dev/null bs=1M iflag=direct status=none
 	echo 0 >$(lmq_sys 0)/loopmq/stats
 	echo 0 >$(lmq_sys 1)/loopmq/stats
 
-	t_run "$mode: fio libaio randwrite, 16 iocbs per io_submit, verify" \
+	check_quiet "$mode: fio libaio randwrite, 16 iocbs per io_submit, verify" \
 		fio --name=plug --filename=$D0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 		--size=$fsize --iodepth=16 --iodepth_batch_submit=16 --iodepth_batch_complete_min=16 \
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse --output=/tmp/t76.fio
-	t_diag "$mode after fio: upper: $(stats 0)"
-	t_diag "$mode after fio: lower: $(stats 1)"
+	diag "$mode after fio: upper: $(stats 0)"
+	diag "$mode after fio: lower: $(stats 1)"
 	a_inl=$(lmq_stat0 1 inline) a_nest=$(lmq_stat0 1 fb_nested)
 	a_wk=$(($(lmq_stat0 1 fb_worker) + $(lmq_stat0 1 aio_inline) + $(lmq_stat0 1 aio_async)))
 	up_a=$(($(lmq_stat0 0 inline) + $(lmq_stat0 0 aio_inline) + $(lmq_stat0 0 aio_async)))
 
 	head -c 4M /dev/urandom >/tmp/t76.pat
-	t_run "$mode: buffered writes to $D0, then fsync" \
+	check_quiet "$mode: buffered writes to $D0, then fsync" \
 		dd if=/tmp/t76.pat of=$D0 bs=64k seek=$((24 << 4)) conv=fsync status=none
-	t_diag "$mode after fsync: upper: $(stats 0)"
-	t_diag "$mode after fsync: lower: $(stats 1)"
+	diag "$mode after fsync: upper: $(stats 0)"
+	diag "$mode after fsync: lower: $(stats 1)"
 	up=$(($(lmq_stat0 0 inline) + $(lmq_stat0 0 aio_inline) + $(lmq_stat0 0 aio_async)))
 	inl=$(lmq_stat0 1 inline) nest=$(lmq_stat0 1 fb_nested)
 	wk=$(($(lmq_stat0 1 fb_worker) + $(lmq_stat0 1 aio_inline) + $(lmq_stat0 1 aio_async)))
 
-	[ $up_a -gt 0 ] && t_ok "$mode: fio: upper ran $up_a requests from queue_rq (NOWAIT aio)" ||
-		t_fail "$mode: fio: the upper ran nothing from queue_rq" "the test did not exercise the path"
-	t_is "$a_inl" 0 "$mode: fio: nothing ran inline on the lower device"
+	[ $up_a -gt 0 ] && pass "$mode: fio: upper ran $up_a requests from queue_rq (NOWAIT aio)" ||
+		fail "$mode: fio: the upper ran nothing from queue_rq" "the test did not exercise the path"
+	is "$a_inl" 0 "$mode: fio: nothing ran inline on the lower device"
 	[ $a_nest -gt 0 ] && [ $((a_nest + a_wk)) -ge $up_a ] &&
-		t_ok "$mode: fio: lower saw $a_nest nested requests (+$a_wk from kblockd), one per upper inline request ($up_a)" ||
-		t_fail "$mode: fio: lower saw a nested request for each upper inline request" "fb_nested $a_nest + kblockd $a_wk, upper inline $up_a"
-	[ $((up - up_a)) -gt 0 ] && t_ok "$mode: writeback: upper ran $((up - up_a)) requests from queue_rq" ||
-		t_fail "$mode: writeback: the upper ran nothing from queue_rq" "the test did not exercise the path"
-	t_is "$((inl - a_inl))" 0 "$mode: writeback: nothing ran inline on the lower device"
+		pass "$mode: fio: lower saw $a_nest nested requests (+$a_wk from kblockd), one per upper inline request ($up_a)" ||
+		fail "$mode: fio: lower saw a nested request for each upper inline request" "fb_nested $a_nest + kblockd $a_wk, upper inline $up_a"
+	[ $((up - up_a)) -gt 0 ] && pass "$mode: writeback: upper ran $((up - up_a)) requests from queue_rq" ||
+		fail "$mode: writeback: the upper ran nothing from queue_rq" "the test did not exercise the path"
+	is "$((inl - a_inl))" 0 "$mode: writeback: nothing ran inline on the lower device"
 	[ $((nest - a_nest)) -gt 0 ] && [ $((nest - a_nest + wk - a_wk)) -ge $((up - up_a)) ] &&
-		t_ok "$mode: writeback: lower saw $((nest - a_nest)) nested requests (+$((wk - a_wk)) from kblockd), one per upper inline request ($((up - up_a)))" ||
-		t_fail "$mode: writeback: lower saw a nested request for each upper inline request" "fb_nested +$((nest - a_nest)) + kblockd +$((wk - a_wk)), upper inline +$((up - up_a))"
+		pass "$mode: writeback: lower saw $((nest - a_nest)) nested requests (+$((wk - a_wk)) from kblockd), one per upper inline request ($((up - up_a)))" ||
+		fail "$mode: writeback: lower saw a nested request for each upper inline request" "fb_nested +$((nest - a_nest)) + kblockd +$((wk - a_wk)), upper inline +$((up - up_a))"
 	echo 3 >/proc/sys/vm/drop_caches
-	t_is "$(dd if=$D0 bs=64k skip=$((24 << 4)) count=64 iflag=direct status=none | sha256sum)" \
+	is "$(dd if=$D0 bs=64k skip=$((24 << 4)) count=64 iflag=direct status=none | sha256sum)" \
 		"$(sha256sum </tmp/t76.pat)" "$mode: the buffered writes read back"
-	t_is "$(lmq_stat0 0 errors) $(lmq_stat0 1 errors)" "0 0" "$mode: no errors on either device"
+	is "$(lmq_stat0 0 errors) $(lmq_stat0 1 errors)" "0 0" "$mode: no errors on either device"
 done
 
 $LOSETUP -d $D0 && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file" && umount $M/mid &&
 	$LOSETUP -d $D1 && lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" && umount $M/low
-t_is "$?" 0 "tear the stack down"
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+is "$?" 0 "tear the stack down"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

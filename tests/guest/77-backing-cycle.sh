@@ -26,14 +26,18 @@
 # empty file, which breaks the reference cycle between loopmq1 and loop2).
 # The old code (5a6ccec) accepted A, B and C: it followed only chains of
 # loopmq block devices.
-. /tests/lib/driver.sh
+DESCRIPTION="LOOP_CHANGE_FD that would close a cycle through stock loop is refused"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	lmq_is_mq || skip_all "loopmq only: the stock driver detects cycles of loop devices only"
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+	require_module loop
+}
+. /tests/lib/guest.sh
 
-lmq_is_mq || skip_all "loopmq only: the stock driver detects cycles of loop devices only"
-[ -b /dev/vda ] || skip_all "no /dev/vda"
-require_module loop
 M=/mnt/t77
 mkdir -p $M/low $M/x $M/up
-lmq_load 2 || { t_fail "load $LMQ_MOD"; t_done; }
+lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }
 D0=$(lmq_dev 0) D1=$(lmq_dev 1)
 for i in 0 1 2 3; do [ -b /dev/loop$i ] || mknod /dev/loop$i b 7 $i; done
 ioc() { lmq-ioctl "$@" 2>&1 | head -n 1; }
@@ -48,23 +52,23 @@ setup() {
 		cp --sparse=always $M/low/x $M/low/x2 && sync &&
 		$LOSETUP -r $D0 $M/low/x && $LOSETUP -r /dev/loop1 $M/low/x2
 }
-t_run "images X, X2 (ext4 holding a sparse 64 MiB y); $LMQ_NAME""0 read-only on X" setup || t_done
-t_is "$(cat $(lmq_sys 0)/ro)" 1 "$LMQ_NAME""0 is read-only"
+check_quiet "images X, X2 (ext4 holding a sparse 64 MiB y); $LMQ_NAME""0 read-only on X" setup || stop_testing
+is "$(cat $(lmq_sys 0)/ro)" 1 "$LMQ_NAME""0 is read-only"
 
 # for reference: loopmq's own errno for a cycle of loopmq devices
 is "$(ioc -r change-fd $D0 ro:$D0)" EBADF "pure loopmq cycle: LOOP_CHANGE_FD to itself is EBADF"
 is "$(ioc configure $D1 ro:$D1 0 0)" EBADF "pure loopmq cycle: LOOP_CONFIGURE with itself is EBADF"
-bound 1 && { t_fail "$LMQ_NAME""1 was bound to itself"; ioc clr-fd $D1 >/dev/null; }
+bound 1 && { fail "$LMQ_NAME""1 was bound to itself"; ioc clr-fd $D1 >/dev/null; }
 
 # controls: nothing but the cycle can refuse A, B or C
 is "$(ioc -r change-fd $D0 ro:$M/low/x2)" OK "control: LOOP_CHANGE_FD to X2 (equal size)"
 is "$(ioc -r change-fd $D0 ro:/dev/loop1)" OK "control: LOOP_CHANGE_FD to /dev/loop1 (stock loop on X2)"
 is "$(ioc -r change-fd $D0 ro:$M/low/x)" OK "control: LOOP_CHANGE_FD back to X"
 is "$(ioc configure $D1 ro:/dev/loop1 0 0)" OK "control: LOOP_CONFIGURE with /dev/loop1 (stock loop on X2)"
-ioc clr-fd $D1 >/dev/null; lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || t_fail "control: detach $LMQ_NAME""1"
+ioc clr-fd $D1 >/dev/null; lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || fail "control: detach $LMQ_NAME""1"
 check "stock loop3 on $D0" $LOSETUP -r /dev/loop3 $D0
 is "$(ioc configure $D1 ro:/dev/loop3 0 0)" OK "control: LOOP_CONFIGURE with /dev/loop3 (stock loop on $LMQ_NAME""0)"
-ioc clr-fd $D1 >/dev/null; lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || t_fail "control: detach $LMQ_NAME""1"
+ioc clr-fd $D1 >/dev/null; lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || fail "control: detach $LMQ_NAME""1"
 $LOSETUP -d /dev/loop3
 
 # y on the file system on loopmq0, and a stock loop device on y
@@ -91,11 +95,11 @@ if bound 1; then
 	ioc clr-fd $D1 >/dev/null
 fi
 $LOSETUP -d /dev/loop2
-lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || t_fail "$LMQ_NAME""1 detaches"
+lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" || fail "$LMQ_NAME""1 detaches"
 
 $LOSETUP -d /dev/loop0 /dev/loop1
 sleep 0.2
 umount $M/up && $LOSETUP -d $D0 && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file" && umount $M/low
-t_is "$?" 0 "tear down"
-lmq_unload; t_is "$?" 0 "$LMQ_MOD unloads"
-t_done
+is "$?" 0 "tear down"
+lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
+done_testing

@@ -13,16 +13,19 @@
 # dependency chains: any report fails the run (panic_on_warn).  One
 # stacking per boot (see below).  Checks:
 # requests ran inline with locks held (fb_lockdep stays 0), no errors.
-. /tests/lib/driver.sh
-
-lmq_is_mq || skip_all "loopmq only"
-[ -e /proc/lockdep ] || skip_all "not a lockdep kernel"
-require_cmd mkfs.xfs mkfs.ext4
+DESCRIPTION="lockdep sees the inline path with the guard off"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	lmq_is_mq || skip_all "loopmq only"
+	[ -e /proc/lockdep ] || skip_all "not a lockdep kernel"
+	require_cmd mkfs.xfs mkfs.ext4
+}
+. /tests/lib/guest.sh
 
 W=/mnt/t78lower U=/mnt/t78upper
 mkdir -p $W $U
-modprobe loopmq nr_devices=1 lockdep_guard=0 || { t_fail "modprobe loopmq lockdep_guard=0"; t_done; }
-t_is "$(cat /sys/module/loopmq/parameters/lockdep_guard)" N "lockdep_guard is off"
+modprobe loopmq nr_devices=1 lockdep_guard=0 || { fail "modprobe loopmq lockdep_guard=0"; stop_testing; }
+is "$(cat /sys/module/loopmq/parameters/lockdep_guard)" N "lockdep_guard is off"
 D=$(lmq_dev 0)
 
 cleanup() {
@@ -45,9 +48,9 @@ pair=${T78_PAIR:-$(sed -n 's/.*\bt78\.pair=\([a-z0-9]*:[a-z0-9]*\).*/\1/p' /proc
 pair=${pair:-xfs:ext4}
 case $pair in
 ext4:xfs|xfs:ext4) ;;
-*) t_fail "t78.pair=$pair: want ext4:xfs or xfs:ext4"; t_done ;;
+*) fail "t78.pair=$pair: want ext4:xfs or xfs:ext4"; stop_testing ;;
 esac
-t_diag "lower:upper $pair (the other: tests/vm/run --kernel debug --append t78.pair=... $0)"
+diag "lower:upper $pair (the other: tests/vm/run --kernel debug --append t78.pair=... $0)"
 for pair in $pair; do
 	lower=${pair%%:*} upper=${pair##*:}
 	for mode in direct auto; do
@@ -57,29 +60,29 @@ for pair in $pair; do
 			if [ $lower = ext4 ]; then mkfs.ext4 -qF $SCRATCH; else mkfs.xfs -qf $SCRATCH; fi >/dev/null &&
 				mount $SCRATCH $W && truncate -s 320M $W/img &&
 				$LOSETUP --direct-io=$dio $D $W/img && lmq_mode 0 $mode ||
-				{ t_fail "$c: setup"; cleanup; continue; }
+				{ fail "$c: setup"; cleanup; continue; }
 			if [ $upper = ext4 ]; then mkfs.ext4 -qF $D; else mkfs.xfs -qf $D; fi >/dev/null &&
-				mount $D $U || { t_fail "$c: mkfs/mount upper"; cleanup; continue; }
+				mount $D $U || { fail "$c: mkfs/mount upper"; cleanup; continue; }
 			echo 0 >$(lmq_sys 0)/loopmq/stats
 			# buffered writes + fsync (write_iter under i_rwsem, journal
 			# commits), flusher writeback (s_umount), upper direct I/O
-			t_run "$c: buffered writes with fsync" fio --name=b --directory=$U \
+			check_quiet "$c: buffered writes with fsync" fio --name=b --directory=$U \
 				--rw=randwrite --bs=4k --size=4M --fsync=8 --verify=crc32c \
 				--output-format=terse
-			t_run "$c: direct I/O" fio --name=d --directory=$U --rw=randrw \
+			check_quiet "$c: direct I/O" fio --name=d --directory=$U --rw=randrw \
 				--bs=16k --size=4M --direct=1 --ioengine=psync \
 				--verify=crc32c --output-format=terse
 			dd if=/dev/zero of=$U/big bs=64k count=128 2>/dev/null
 			sync
 			inl=$(($(lmq_stat 0 inline) + $(lmq_stat 0 aio_inline) + $(lmq_stat 0 aio_async)))
-			[ "$inl" -gt 0 ] && t_ok "$c: requests ran from queue_rq ($inl)" ||
-				t_fail "$c: nothing ran from queue_rq"
-			t_is "$(lmq_stat 0 fb_lockdep)" 0 "$c: no lockdep fallback"
-			t_is "$(lmq_stat 0 errors)" 0 "$c: no errors"
+			[ "$inl" -gt 0 ] && pass "$c: requests ran from queue_rq ($inl)" ||
+				fail "$c: nothing ran from queue_rq"
+			is "$(lmq_stat 0 fb_lockdep)" 0 "$c: no lockdep fallback"
+			is "$(lmq_stat 0 errors)" 0 "$c: no errors"
 			umount $U && $LOSETUP -d $D && umount $W ||
-				{ t_fail "$c: teardown"; cleanup; }
+				{ fail "$c: teardown"; cleanup; }
 		done
 	done
 done
 rmmod loopmq
-t_done
+done_testing

@@ -30,14 +30,17 @@
 # /dev/vda: A 256 MiB logged device | C 256 MiB replay target | B 768 MiB
 # log | D 256 MiB snapshot exceptions.  xfs below 300 MB needs mkfs.xfs's
 # fstests escape (TEST_DIR, TEST_DEV, QA_CHECK_FS).
-. /tests/lib/driver.sh
-
-[ -b /dev/vda ] || skip_all "no /dev/vda"
-modprobe dm-mod 2>/dev/null
-modprobe dm-log-writes 2>/dev/null || skip_all "no dm-log-writes module"
-modprobe dm-snapshot 2>/dev/null || skip_all "no dm-snapshot module"
-[ -c /dev/mapper/control ] || skip_all "no device-mapper"
-require_cmd dmsetup lmq-logreplay lmq-plwriter mkfs.ext4 mkfs.xfs e2fsck xfs_repair
+DESCRIPTION="dm-log-writes replay: no write acknowledged by a flush or FUA is lost"
+requires() {
+	require_cmd lmq-ioctl lmq-stats fio
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+	modprobe dm-mod 2>/dev/null
+	modprobe dm-log-writes 2>/dev/null || skip_all "no dm-log-writes module"
+	modprobe dm-snapshot 2>/dev/null || skip_all "no dm-snapshot module"
+	[ -c /dev/mapper/control ] || skip_all "no device-mapper"
+	require_cmd dmsetup lmq-logreplay lmq-plwriter mkfs.ext4 mkfs.xfs e2fsck xfs_repair
+}
+. /tests/lib/guest.sh
 
 arg() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" /proc/cmdline; }
 seed=${PL_SEED:-$(arg pl.seed)}
@@ -48,7 +51,7 @@ RANDOM=$seed
 # rnd N: R=a number below N.  Never through $(...): bash reseeds RANDOM in
 # a subshell, and the seed would not repeat the run.
 rnd() { R=$(( (RANDOM << 15 | RANDOM) % $1 )); }
-t_diag "seed $seed, $ncells cells + control (repeat: tests/vm/run --append 'pl.seed=$seed pl.cells=$ncells' ...)"
+diag "seed $seed, $ncells cells + control (repeat: tests/vm/run --append 'pl.seed=$seed pl.cells=$ncells' ...)"
 
 W=/tmp/pl LOW=/mnt/pl-low UP=/mnt/pl-up
 mkdir -p $W $LOW $UP
@@ -358,7 +361,7 @@ if modinfo -p loopmq 2>/dev/null | grep -q '^fault_drop_flush:'; then
 	ctl=param ctldesc="fault_drop_flush=1"
 else
 	ctl=emulated ctldesc="emulated: the module has no fault_drop_flush, the writer skips its syncs"
-	t_diag "no fault_drop_flush parameter in this loopmq: emulated control"
+	diag "no fault_drop_flush parameter in this loopmq: emulated control"
 fi
 rnd 1000000000; ws=$R
 cio=buffered; rnd 2; [ $R = 1 ] && cio=direct
@@ -366,10 +369,10 @@ echo "# negative control ($ctldesc): auto dio=off ext4/ext4 falloc $cio seed $ws
 run_cell 9 auto off ext4 ext4 falloc "$cio" "$ws" "$ctl"
 if [ "$cell_lost" -gt 0 ]; then
 	pass "negative control ($ctldesc) $cell_desc: caught, acknowledged writes lost at $cell_lostpts"
-	[ -z "$cell_why" ] || t_diag "the control also had: $cell_why"
+	[ -z "$cell_why" ] || diag "the control also had: $cell_why"
 else
 	fail "negative control ($ctldesc) $cell_desc" "NOT caught: no lost writes at $cell_points points${cell_why:+; $cell_why}"
 fi
-t_diag "$ncells cells, $total_points replay points checked, $total_lost with lost writes (0 expected); $((SECONDS - t_start)) s"
+diag "$ncells cells, $total_points replay points checked, $total_lost with lost writes (0 expected); $((SECONDS - t_start)) s"
 lmq_unload
-t_done
+done_testing

@@ -2,6 +2,9 @@
 # TAP helpers for guest tests: source it with ". /tests/lib/tap.sh".
 #
 #   check "desc" CMD [ARGS...]     pass if CMD exits 0 (its output is shown)
+#   check_quiet "desc" CMD...      the same, CMD run in a subshell with its
+#                                  output shown (last 25 lines) only if it
+#                                  fails; returns CMD's status
 #   check_fail "desc" CMD...       pass if CMD exits non-zero
 #   is "$got" "$want" "desc"       pass if the strings are equal
 #   isnt "$got" "$bad" "desc"      pass if they differ
@@ -16,6 +19,8 @@
 #   done_testing                   print "N passed, N failed" (and skipped);
 #                                  returns 1 if anything failed or nothing was
 #                                  checked: end a test with it.
+#   stop_testing                   done_testing, then exit with its status:
+#                                  give up early (after a fail)
 # Every check prints "ok N desc" or "not ok N desc".
 
 _tap_n=0 _tap_pass=0 _tap_fail=0 _tap_skip=0
@@ -47,6 +52,15 @@ check() {
 	shift
 	"$@" || rc=$?
 	if [ $rc -eq 0 ]; then pass "$desc"; else fail "$desc" "'$*' exited $rc"; fi
+}
+
+check_quiet() {
+	local desc=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if [ $rc -eq 0 ]; then pass "$desc"; else
+		fail "$desc" "exit $rc"; printf '%s\n' "$out" | tail -n 25 | sed 's/^/#   /'; fi
+	return $rc
 }
 
 check_fail() {
@@ -145,4 +159,9 @@ done_testing() {
 		return 1
 	fi
 	[ "$_tap_fail" -eq 0 ]
+}
+
+stop_testing() {
+	done_testing
+	exit
 }
