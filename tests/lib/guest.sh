@@ -80,7 +80,13 @@ if [ "$LMQ_DRIVER" = loop ]; then
 else
 	LMQ_DRIVER=loopmq
 	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
-	LMQ_MODES=${LMQ_MODES:-direct kthread aio auto}
+	# the module's own list (its mode parameter's description), not a copy
+	LMQ_MODES=${LMQ_MODES:-$(modinfo -p loopmq 2>/dev/null |
+		sed -n 's/^mode:.*one of: \([a-z ]*\)\..*/\1/p')}
+	if [ -z "$LMQ_MODES" ]; then
+		echo "not ok 1 - guest.sh: no dispatch modes in 'modinfo -p loopmq'"
+		exit 1
+	fi
 	unset LOOPMQCTL_PREFIX
 fi
 LMQ_PREFIX=/dev/$LMQ_NAME
