@@ -124,6 +124,9 @@ static inline void loopmq_count_fb(struct loopmq_device *lo, int reason)
 	this_cpu_inc(lo->stats->fallback[reason]);
 }
 
+/* Expands the lists of include/uapi/loopmq.h into names, in enum order. */
+#define LOOPMQ_NAME(id, name, help)	name,
+
 /* loopmq_main.c */
 extern int loopmq_default_mode;
 extern unsigned int loopmq_stack_reserve;

@@ -352,8 +352,8 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 					struct request *rq, int mode, int *fb)
 {
 	enum req_op op = req_op(rq);
-	bool nowait, sync_try, sync_ok;
-	int sync_fb;
+	bool nowait, sync_ok = false;
+	int sync_fb = -1;
 
 	*fb = -1;
 	if (mode == LOOPMQ_MODE_KTHREAD)
@@ -361,11 +361,13 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	*fb = loopmq_inline_guard();
 	if (*fb >= 0)
 		return LOOPMQ_RUN_KTHREAD;
-	sync_fb = loopmq_sync_guard(rq);
-	if (mode == LOOPMQ_MODE_DIRECT && sync_fb < 0)
-		return LOOPMQ_RUN_SYNC;
+	if (mode == LOOPMQ_MODE_DIRECT) {
+		sync_fb = loopmq_sync_guard(rq);
+		if (sync_fb < 0)
+			return LOOPMQ_RUN_SYNC;
+	}
 	if (op != REQ_OP_READ && op != REQ_OP_WRITE) {
-		*fb = mode == LOOPMQ_MODE_DIRECT ? sync_fb : LOOPMQ_FB_OP;
+		*fb = sync_fb >= 0 ? sync_fb : LOOPMQ_FB_OP;
 		return LOOPMQ_RUN_KTHREAD;
 	}
 
@@ -386,9 +388,11 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		*fb = sync_fb;
 		return LOOPMQ_RUN_KTHREAD;
 	}
-	sync_try = mode == LOOPMQ_MODE_AUTO &&
-		   (lo->b.never_blocks || READ_ONCE(lo->recent_peak) <= 1);
-	sync_ok = sync_try && sync_fb < 0;
+	if (mode == LOOPMQ_MODE_AUTO &&
+	    (lo->b.never_blocks || READ_ONCE(lo->recent_peak) <= 1)) {
+		sync_fb = loopmq_sync_guard(rq);
+		sync_ok = sync_fb < 0;
+	}
 
 	if (nowait && op == REQ_OP_WRITE && READ_ONCE(loopmq_nowait_adaptive) &&
 	    loopmq_nowait_hopeless(lo)) {
@@ -401,7 +405,7 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		return LOOPMQ_RUN_AIO;
 	if (sync_ok)
 		return LOOPMQ_RUN_SYNC;
-	*fb = sync_try && sync_fb >= 0 ? sync_fb : LOOPMQ_FB_NONOWAIT;
+	*fb = sync_fb >= 0 ? sync_fb : LOOPMQ_FB_NONOWAIT;
 	return LOOPMQ_RUN_KTHREAD;
 }
 

@@ -29,8 +29,6 @@
 #include "loopmq.h"
 #include "loopmq_compat.h"
 
-/* The lists of include/uapi/loopmq.h: names in enum order. */
-#define LOOPMQ_NAME(id, name, help)	name,
 /* " direct kthread aio auto", for messages */
 #define LOOPMQ_MODE_WORD(id, name, help) " " name
 

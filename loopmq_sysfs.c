@@ -15,7 +15,6 @@
 
 #include "loopmq.h"
 
-#define LOOPMQ_NAME(id, name, help)	name,
 #define LOOPMQ_FB_NAME(id, name, help)	"fb_" name,
 
 /* ---- sysfs: /sys/block/loopmqN/loop/, as the stock driver ---- */
