@@ -661,11 +661,6 @@ struct opts {
 	int		dio, mode;
 };
 
-static void set_action(struct opts *o, enum action a)
-{
-	o->act = a;
-}
-
 static int parse_number(const char *what, const char *arg, uint64_t *v)
 {
 	int r = lmq_parse_size(arg, v);
@@ -1223,7 +1218,7 @@ int main(int argc, char **argv)
 			return 1;
 		switch (c) {
 		case 'a':
-			set_action(&o, A_ALL);
+			o.act = A_ALL;
 			break;
 		case 'b':
 			if (parse_number("sector size", optarg, &v))
@@ -1239,12 +1234,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			/* as losetup: the device is the option's argument */
-			set_action(&o, A_CAPACITY);
+			o.act = A_CAPACITY;
 			o.actdev = optarg;
 			break;
 		case 'd':
 			/* the first device is the argument, more may follow */
-			set_action(&o, A_DETACH);
+			o.act = A_DETACH;
 			if (o.actdev) {
 				error_at(NULL, 0, "option --detach given twice");
 				return 1;
@@ -1252,16 +1247,16 @@ int main(int argc, char **argv)
 			o.actdev = optarg;
 			break;
 		case 'D':
-			set_action(&o, A_DETACH_ALL);
+			o.act = A_DETACH_ALL;
 			break;
 		case 'f':
-			set_action(&o, A_FIND);
+			o.act = A_FIND;
 			break;
 		case 'h':
 			usage();
 			return 0;
 		case 'j':
-			set_action(&o, A_ASSOC);
+			o.act = A_ASSOC;
 			o.assoc = optarg;
 			break;
 		case 'J':
@@ -1337,10 +1332,10 @@ int main(int argc, char **argv)
 			o.have_mode = 1;
 			break;
 		case OPT_STATS:
-			set_action(&o, A_STATS);
+			o.act = A_STATS;
 			break;
 		case OPT_RESET_STATS:
-			set_action(&o, A_RESET);
+			o.act = A_RESET;
 			break;
 		default:
 			try_help();
