@@ -22,7 +22,7 @@ WANT=$(sha256sum <$W/img)
 modprobe loop max_loop=2 || { fail "modprobe loop"; stop_testing; }
 lmq_is_mq && { lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }; }
 
-r() { lmq-ioctl "$@" 2>/dev/null | head -n1 | awk '{ print $1 }'; }
+r() { word1 "$(lmq-ioctl "$@" 2>/dev/null)"; }
 
 # probe DEV: the outcome words of every write path, plus ro state and data.
 probe() {

@@ -22,7 +22,7 @@ if lmq_is_mq; then
 fi
 
 # r CMD ARGS...: run lmq-ioctl, print only the outcome word.
-r() { lmq-ioctl "$@" 2>/dev/null | head -n1 | awk '{ print $1 }'; }
+r() { word1 "$(lmq-ioctl "$@" 2>/dev/null)"; }
 unbind() { local i; for i in 0 1 2 3; do r clr-fd "$P$i" >/dev/null; done; }
 
 # Cases: each takes P (device prefix) and C (control node), leaves every

@@ -18,7 +18,7 @@ requires() {
 W=/tmp/t40
 mkdir -p $W
 cleanup() {
-	detach_all_ours
+	lmq_detach_all
 	umount /mnt/t40 2>/dev/null
 	rm -rf $W
 }

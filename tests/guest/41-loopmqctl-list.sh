@@ -22,7 +22,7 @@ requires() {
 W=/tmp/t41
 mkdir -p $W
 cleanup() {
-	detach_all_ours
+	lmq_detach_all
 	for d in /sys/block/loop[0-9]*; do
 		[ -e "$d/loop/backing_file" ] && "$LOSETUP" -d "/dev/${d##*/}" 2>/dev/null
 	done

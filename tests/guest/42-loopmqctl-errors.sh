@@ -19,7 +19,7 @@ requires() {
 W=/tmp/t42
 mkdir -p $W
 cleanup() {
-	detach_all_ours
+	lmq_detach_all
 	umount $W/ro 2>/dev/null
 	rm -rf $W
 }
@@ -164,7 +164,7 @@ like "$err" "^loopmqctl: /dev/loop[0-9]+: set mode failed \(device detached agai
 is "$after" "$before" "stock loop + --mode: no device left bound"
 
 # module not loaded
-detach_all_ours
+lmq_detach_all
 if modprobe -r $LMQ_MOD 2>/dev/null && [ ! -e /dev/$LMQ_NAME-control ]; then
 	hint="\(is the $LMQ_NAME module loaded\? try 'modprobe $LMQ_NAME'\)\$"
 	bad "module not loaded: -f FILE" "^loopmqctl: /dev/$LMQ_NAME-control: cannot open control device: No such file or directory $hint" \

@@ -18,7 +18,7 @@ requires() {
 
 W=/tmp/t43
 mkdir -p $W
-cleanup() { detach_all_ours; umount /mnt/t43 2>/dev/null; rm -rf $W; }
+cleanup() { lmq_detach_all; umount /mnt/t43 2>/dev/null; rm -rf $W; }
 trap cleanup EXIT
 lmq_load || skip_all "cannot load $LMQ_MOD"
 

@@ -18,7 +18,7 @@ M=/mnt/t44
 mkdir -p $W $M
 cleanup() {
 	umount $M 2>/dev/null
-	detach_all_ours
+	lmq_detach_all
 	rm -rf $W
 }
 trap cleanup EXIT

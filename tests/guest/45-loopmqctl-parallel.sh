@@ -14,7 +14,7 @@ requires() {
 
 W=/tmp/t45
 mkdir -p $W
-cleanup() { detach_all_ours; rm -rf $W; }
+cleanup() { lmq_detach_all; rm -rf $W; }
 trap cleanup EXIT
 lmq_load || skip_all "cannot load $LMQ_MOD"
 

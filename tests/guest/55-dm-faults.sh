@@ -53,9 +53,7 @@ echo "0 $SECT flakey /dev/vda 0 1 1" >$W/flakey
 
 lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
-# r ARGS: the first word of lmq-ioctl's answer (builtins: a pipeline costs
-# 0.4 s on the debug kernel, and the flakey loop below counts operations)
-r() { local x; x=$(timeout 60 lmq-ioctl "$@" 2>&1); x=${x%%$'\n'*}; echo "${x%% *}"; }
+r() { word1 "$(timeout 60 lmq-ioctl "$@" 2>&1)"; }
 sha() { sha256sum | cut -d' ' -f1; }
 WANT0=$(head -c 1M $W/data | sha)
 is "$(r configure $D $M/img 16 0)" OK "attach with direct I/O to the file on $DM"

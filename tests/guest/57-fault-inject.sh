@@ -27,8 +27,6 @@ head -c 1M /dev/urandom >$W/d
 # two-stage pipeline costs about 0.4 s there): results are parsed with
 # shell builtins, not head, awk or cut.
 sha() { local x; x=$(sha256sum); echo "${x%% *}"; }
-# word1 TEXT: the first word of the first line of TEXT
-word1() { local x=${1%%$'\n'*}; echo "${x%% *}"; }
 WANT=$(sha <$W/d)
 
 # lmq-failslab sets /proc/self/make-it-fail around the system calls of one

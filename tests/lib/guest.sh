@@ -59,8 +59,9 @@
 #   nbound                     how many devices of the driver are bound
 #   snapshot                   every device with its binding, mode, ro, block
 #                              size (one sorted list, to compare states)
-#   detach_all_ours            loopmqctl -d every bound device
 # Misc:
+#   word1 TEXT                 the first word of TEXT's first line, e.g.
+#                              word1 "$(lmq-ioctl ...)": OK or the errno name
 #   run CMD...                 $out (stdout), $err (stderr), $rc; returns 0
 #   alive PID                  the process exists and is not a zombie
 #   dms ARGS...                dmsetup without waiting for udev (none here)
@@ -123,15 +124,31 @@ lmq_detach_all() {
 		[ -e "$d/loop/backing_file" ] || continue
 		lmq-ioctl clr-fd "/dev/${d##*/}" >/dev/null 2>&1
 	done
+	return 0
 }
 lmq_unload() { lmq_detach_all; sleep 0.2; modprobe -r "$LMQ_MOD" 2>/dev/null || rmmod "$LMQ_MOD"; }
 
+# Counters and modes are read with builtins: tests read them in loops, and
+# a fork and exec costs 0.1-0.2 s on the debug kernel under TCG.
 lmq_mode() {
+	local m
 	lmq_is_mq || return 0
 	echo "$2" >"$(lmq_sys "$1")/loopmq/mode" || return 1
-	[ "$(cat "$(lmq_sys "$1")/loopmq/mode")" = "$2" ]
+	read -r m <"$(lmq_sys "$1")/loopmq/mode" && [ "$m" = "$2" ]
 }
-lmq_stat() { awk -v k="$2" '$1 == k { print $2 }' "$(lmq_sys "$1")/loopmq/stats"; }
+lmq_stat() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$2" ] && { echo "$v"; return 0; }
+	done <"$(lmq_sys "$1")/loopmq/stats"
+}
+# word1 TEXT: the first word of TEXT's first line (what a command's answer
+# is, e.g. lmq-ioctl's OK or errno name), without a pipeline
+word1() {
+	local x=${1%%$'\n'*}
+	x=${x#"${x%%[![:space:]]*}"}
+	echo "${x%%[[:space:]]*}"
+}
 lmq_stat0() { local v; lmq_is_mq && v=$(lmq_stat "$1" "$2"); echo "${v:-0}"; }
 
 lmq_wait_gone() {
@@ -194,13 +211,6 @@ nbound() {
 snapshot() {
 	grep -s . /sys/block/$LMQ_NAME[0-9]*/{dev,ro,loop/backing_file,loop/offset,loop/sizelimit,loopmq/mode,queue/logical_block_size} |
 		sort
-}
-detach_all_ours() {
-	local d
-	for d in /sys/block/$LMQ_NAME[0-9]*; do
-		[ -e "$d/loop/backing_file" ] && "$LOOPMQCTL" -d "/dev/${d##*/}" 2>/dev/null
-	done
-	return 0
 }
 
 run() {

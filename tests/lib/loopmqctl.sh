@@ -7,3 +7,4 @@ CTL=$LOOPMQCTL
 [ -n "$CTL" ] || skip_all "no loopmqctl in the guest"
 is_mq() { lmq_is_mq; }
 load_driver() { lmq_load "$@" || skip_all "cannot load $LMQ_MOD"; }
+detach_all_ours() { lmq_detach_all; }
