@@ -516,28 +516,28 @@ static void loopmq_kthread_kick(struct loopmq_device *lo)
 }
 
 /*
- * The end of a read or write submitted as a kiocb: from queue_rq or the
- * kthread when the call returned, or from ->ki_complete (@async).
+ * A kiocb's result that does not end its request: the submitter's signal
+ * interrupted it, a NOWAIT call would have blocked, or it was short.  Hand
+ * the rest to the kthread and return true; false if @ret ends @rq.
  */
-void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
-		       bool async)
+static bool loopmq_kiocb_requeue(struct loopmq_device *lo, struct request *rq,
+				 long ret, bool async)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	unsigned int len = blk_rq_bytes(rq);
-	bool write = req_op(rq) == REQ_OP_WRITE;
+	bool short_rw = ret >= 0 && cmd->done + ret < len;
 
 	if (!cmd->from_kthread && loopmq_interrupted(ret)) {
 		/* The submitter's signal: the kthread does the rest. */
 		cmd->nowait = false;
 		loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
 		loopmq_kthread_queue(lo, cmd, async);
-		return;
+		return true;
 	}
 	if (cmd->nowait) {
-		bool again = ret == -EAGAIN ||
-			     (ret >= 0 && cmd->done + ret < len);
+		bool again = ret == -EAGAIN || short_rw;
 
-		if (write)
+		if (req_op(rq) == REQ_OP_WRITE)
 			loopmq_nowait_sample(lo, again);
 		if (again) {
 			/* Finish it where blocking is allowed. */
@@ -546,10 +546,10 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 			cmd->nowait = false;
 			loopmq_count_fb(lo, LOOPMQ_FB_EAGAIN);
 			loopmq_kthread_queue(lo, cmd, async);
-			return;
+			return true;
 		}
 	}
-	if (ret >= 0 && cmd->done + ret < len) {
+	if (short_rw) {
 		/*
 		 * Short: the kthread's synchronous loop finishes it, and fills
 		 * a read that reached the end of the file with zeroes; marked
@@ -560,8 +560,17 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 		cmd->done += ret;
 		cmd->finish_sync = true;
 		loopmq_kthread_queue(lo, cmd, async || !cmd->from_kthread);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/* Count the path a finished kiocb took and complete its request. */
+static void loopmq_kiocb_complete(struct loopmq_device *lo, struct request *rq,
+				  long ret, bool async)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
 	if (cmd->from_kthread)
 		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
 	else if (async)
@@ -573,6 +582,17 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 		blk_mq_complete_request(rq);
 	else
 		loopmq_complete_rq(rq);
+}
+
+/*
+ * The end of a read or write submitted as a kiocb: from queue_rq or the
+ * kthread when the call returned, or from ->ki_complete (@async).
+ */
+void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
+		       bool async)
+{
+	if (!loopmq_kiocb_requeue(lo, rq, ret, async))
+		loopmq_kiocb_complete(lo, rq, ret, async);
 }
 
 static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
