@@ -114,21 +114,49 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
 77-backing-cycle 78-lockdep-inline'
 
-debug_lane() {	# build the debug kernel, then run its guest tests
+# The crash trials, one job per Debian kernel, go to whichever lane is
+# free first: the debug lane when the debug kernel was cached, the other
+# lane when it had to be built.  A job is taken by creating its claim
+# directory, which only one lane can do.
+pool=()
+crash_job() {	# crash_job K FIRST: K's trials; FIRST adds the control
+	local ctl=--no-control
+	[ "$2" = 1 ] && ctl=
+	HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
+		tests/crash/run --trials "${CRASH_TRIALS:-16}" --kernel "$1" $ctl
+}
+pool_run() {	# run each pool job no lane has taken yet
+	local j
+	for j in "${pool[@]}"; do
+		mkdir "$logdir/claim.$j" 2>/dev/null || continue
+		bg "crash consistency on $j" crash_job "$j" "$([ "$j" = "${pool[0]}" ] && echo 1)"
+	done
+}
+
+debug_lane() {	# build the debug kernel, run its guest tests, then the pool
 	local list=()
 	bg "build debug kernel" scripts/debug-kernel.sh --build || return 1
 	# shellcheck disable=SC2206
 	[ -z "$debug_only" ] && [ "$guest" = '*.sh' ] && list=($DEBUG_SET)
 	HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
 		bg "guest tests on debug" guest_run debug "${list[@]}"
+	pool_run
 }
 
 t0=$(date +%s)
 rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
+rm -rf "$logdir"/claim.*
+# crash consistency (tests/crash/run): kill QEMU while loopmq flushes.
+# 16 trials per kernel cover every mode x dio x file system once; the
+# durability of flushes is the power-loss trials' job (80-power-loss).
+if [ -z "$quick" ] && [ -z "$debug_only" ]; then
+	for k in "${kernels[@]}"; do [ "$k" = debug ] || pool+=("$k"); done
+fi
 # Two lanes, one per core: the debug kernel's build and suite start at
-# once in the background; host steps, the Debian kernels' suites and the
-# crash trials run here meanwhile, one guest at a time.  Test timeouts are
-# scaled for the shared cores (HARNESS_TIMEOUT_SCALE, tests/vm/run).
+# once in the background; host steps and the Debian kernels' suites run
+# here meanwhile, one guest at a time; the crash trials go to whichever
+# lane is free first (pool_run).  Test timeouts are scaled for the shared
+# cores (HARNESS_TIMEOUT_SCALE, tests/vm/run).
 want_debug=
 for k in "${kernels[@]}"; do [ "$k" = debug ] && want_debug=1; done
 debug_pid=
@@ -183,14 +211,7 @@ else
 		HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-$scale} step "guest tests on $k" guest_run "$k"
 	done
 fi
-# crash consistency (tests/crash/run): kill QEMU while loopmq flushes.
-# 16 trials per kernel cover every mode x dio x file system once; the
-# durability of flushes is the power-loss trials' job (80-power-loss).
-if [ -z "$quick" ] && [ -z "$debug_only" ]; then
-	ck=()
-	for k in "${kernels[@]}"; do [ "$k" = debug ] || ck+=(--kernel "$k"); done
-	[ ${#ck[@]} -gt 0 ] && step "crash consistency" tests/crash/run --trials "${CRASH_TRIALS:-16}" "${ck[@]}"
-fi
+pool_run
 if [ -n "$selftest_pid" ]; then
 	wait "$selftest_pid"
 	for s in tests/selftest/[0-9]*.sh; do
@@ -203,6 +224,7 @@ if [ -n "$debug_pid" ]; then
 	collect "build debug kernel"
 	collect "guest tests on debug"
 fi
+for k in "${pool[@]}"; do collect "crash consistency on $k"; done
 
 echo
 echo "=== summary ($(($(date +%s) - t0))s)"
