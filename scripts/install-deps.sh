@@ -8,7 +8,7 @@ PKGS_MAIN=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves
 	qemu-system-x86 fio busybox-static cpio kmod xz-utils zstd
 	e2fsprogs xfsprogs util-linux dmsetup sparse linux-source-6.1
-	gnuplot-nox python3 jq man-db groff-base dkms
+	gnuplot-nox python3 jq man-db groff-base dkms gcc-multilib
 	linux-image-amd64 linux-headers-amd64
 )
 PKGS_BPO=(linux-image-amd64 linux-headers-amd64)

@@ -13,6 +13,9 @@
  *                               "offset=N sizelimit=N flags=N number=N file=S"
  *   set-status DEV OFF LIMIT FLAGS    LOOP_SET_STATUS64 (after GET_STATUS64)
  *   set-status-raw DEV OFF LIMIT FLAGS LOOP_SET_STATUS64 of a zeroed struct
+ *   get-status-old DEV          LOOP_GET_STATUS (legacy struct loop_info); on
+ *                               success "offset=N flags=N number=N file=S"
+ *   set-status-old DEV OFF FLAGS      LOOP_SET_STATUS (after GET_STATUS)
  *   configure DEV FILE FLAGS BS [OFF [LIMIT]]  LOOP_CONFIGURE
  *   change-fd DEV FILE          LOOP_CHANGE_FD
  *   set-capacity DEV            LOOP_SET_CAPACITY
@@ -148,6 +151,7 @@ int main(int argc, char **argv)
 	int oflags = O_RDWR | O_CLOEXEC, fd, bfd, rc;
 	const char *cmd, *dev;
 	struct loop_info64 info;
+	struct loop_info old;
 	struct loop_config cfg;
 	struct loopmq_mode_info mi;
 	unsigned long long range[2];
@@ -203,6 +207,23 @@ int main(int argc, char **argv)
 		info.lo_sizelimit = num(argv[4]);
 		info.lo_flags = num(argv[5]);
 		return result(ioctl(fd, LOOP_SET_STATUS64, &info));
+	}
+	if (!strcmp(cmd, "get-status-old") && argc == 3) {
+		memset(&old, 0, sizeof(old));
+		rc = ioctl(fd, LOOP_GET_STATUS, &old);
+		if (rc < 0)
+			return result(rc);
+		printf("OK offset=%d flags=%d number=%d file=%s\n",
+		       old.lo_offset, old.lo_flags, old.lo_number, old.lo_name);
+		return 0;
+	}
+	if (!strcmp(cmd, "set-status-old") && argc == 5) {
+		memset(&old, 0, sizeof(old));
+		if (ioctl(fd, LOOP_GET_STATUS, &old) < 0)
+			return result(-1);
+		old.lo_offset = (int)num(argv[3]);
+		old.lo_flags = (int)num(argv[4]);
+		return result(ioctl(fd, LOOP_SET_STATUS, &old));
 	}
 	if (!strcmp(cmd, "configure") && argc >= 6 && argc <= 8) {
 		memset(&cfg, 0, sizeof(cfg));
