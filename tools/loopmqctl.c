@@ -96,7 +96,11 @@ struct column {
 	const char	*help;
 	enum col_src	src;
 	int		stat;		/* S_PATH, S_FB: index in loopmq_stats */
-	const char	*stat_name;	/* S_PATH, S_FB: name in the list */
+	/*
+	 * The name --stats gives it (S_PATH, S_FB: the name in the list);
+	 * NULL: not a --stats column
+	 */
+	const char	*stat_name;
 };
 
 #define COL_PATH(id, name, help) \
@@ -106,7 +110,8 @@ struct column {
 			LOOPMQ_FB_##id, name },
 
 static struct column columns[C_NR] = {
-	[C_NAME]	= { "NAME", T_STR, 0, "loop device name" },
+	[C_NAME]	= { "NAME", T_STR, 0, "loop device name", S_INFO, 0,
+			    "name" },
 	[C_AUTOCLEAR]	= { "AUTOCLEAR", T_BOOL, 1, "autoclear flag set" },
 	[C_BACK_FILE]	= { "BACK-FILE", T_STR, 0, "device backing file" },
 	[C_BACK_INO]	= { "BACK-INO", T_NUM, 1, "backing file inode number" },
@@ -123,15 +128,19 @@ static struct column columns[C_NR] = {
 			    "access backing file with direct-io" },
 	[C_LOG_SEC]	= { "LOG-SEC", T_NUM, 1,
 			    "logical sector size in bytes" },
-	[C_MODE]	= { "MODE", T_STR, 0, NULL /* init_columns */ },
+	[C_MODE]	= { "MODE", T_STR, 0, NULL /* init_columns */, S_INFO,
+			    0, "mode" },
 	LOOPMQ_PATHS(COL_PATH)
 	[C_FALLBACKS]	= { "FALLBACKS", T_NUM, 1,
 			    "requests sent to the kthread, all reasons" },
 	LOOPMQ_FALLBACKS(COL_FB)
-	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups" },
+	[C_WAKEUPS]	= { "WAKEUPS", T_NUM, 1, "kthread wakeups", S_INFO, 0,
+			    "kthread_wakeups" },
 	[C_PEAK_INFLIGHT] = { "PEAK-INFLIGHT", T_NUM, 1,
-			      "most requests in flight" },
-	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error" },
+			      "most requests in flight", S_INFO, 0,
+			      "peak_inflight" },
+	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error",
+			    S_INFO, 0, "errors" },
 };
 
 /*
@@ -185,6 +194,19 @@ static const enum col_id default_columns[] = {
 	C_NAME, C_SIZELIMIT, C_OFFSET, C_AUTOCLEAR, C_RO, C_BACK_FILE, C_DIO,
 	C_LOG_SEC, C_MODE,
 };
+
+/*
+ * The columns of --stats, in its order: the device, its mode, then the
+ * counters in the order of sysfs loopmq/stats.
+ */
+static const enum col_id stats_columns[] = {
+	C_NAME, C_MODE,
+	LOOPMQ_PATHS(COL_PATH_ID)
+	LOOPMQ_FALLBACKS(COL_FB_ID)
+	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
+};
+
+#define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
 
 struct cell {
 	int		null;
@@ -295,11 +317,25 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 
 /* ---- output ----------------------------------------------------------- */
 
+/*
+ * What to print and how.  With -l a device is a table line of a cell per
+ * column, and a JSON object keyed by the lower-case column names.  With
+ * --stats (@stats) the first column names the device and every other
+ * column is a table line of its own, DEVICE COUNTER VALUE; the JSON keys
+ * are the columns' stat_name, the path and the fallback counters in
+ * objects of their own.
+ */
 struct outfmt {
-	int	json, raw, noheadings;
+	int	json, raw, noheadings, stats;
 	int	ncols;
 	enum col_id cols[C_NR * 2];
 };
+
+static void set_columns(struct outfmt *f, const enum col_id *cols, int n)
+{
+	for (f->ncols = 0; f->ncols < n; f->ncols++)
+		f->cols[f->ncols] = cols[f->ncols];
+}
 
 /* Safe text for the table: non-printable bytes (and in raw mode blanks
  * and backslashes) as \xNN. */
@@ -350,9 +386,32 @@ static void json_key(const char *name)
 	fputs(": ", stdout);
 }
 
+static void json_value(enum col_id c, const struct cell *v)
+{
+	if (v->null)
+		fputs("null", stdout);
+	else if (columns[c].type == T_STR)
+		json_string(v->str);
+	else if (columns[c].type == T_BOOL)
+		fputs(v->b ? "true" : "false", stdout);
+	else
+		printf("%" PRIu64, v->num);
+}
+
+/* --stats: the objects of the path and of the fallback counters */
+static const char *const json_groups[] = {
+	[S_PATH] = "paths", [S_FB] = "fallbacks",
+};
+
+/*
+ * "loopdevices": an object per device, a key per column; a run of columns
+ * of a group (--stats) is an object of its own on one line.
+ */
 static void print_json(const struct outfmt *f, const struct lmq_info *infos,
 		       int n)
 {
+	/* cur: the group of the object not yet closed */
+	const char *group, *cur;
 	struct cell v;
 	int i, j;
 
@@ -361,23 +420,28 @@ static void print_json(const struct outfmt *f, const struct lmq_info *infos,
 		printf("\n");
 	for (i = 0; i < n; i++) {
 		printf("      {\n");
+		cur = NULL;
 		for (j = 0; j < f->ncols; j++) {
 			enum col_id c = f->cols[j];
 
+			group = f->stats ? json_groups[columns[c].src] : NULL;
+			if (group && group == cur) {
+				fputs(", ", stdout);
+			} else {
+				printf("%s%s         ", cur ? "}" : "",
+				       j ? ",\n" : "");
+				if (group) {
+					json_key(group);
+					putchar('{');
+				}
+				cur = group;
+			}
+			json_key(f->stats ? columns[c].stat_name :
+				 columns[c].name);
 			get_cell(&infos[i], c, &v);
-			printf("         ");
-			json_key(columns[c].name);
-			if (v.null)
-				fputs("null", stdout);
-			else if (columns[c].type == T_STR)
-				json_string(v.str);
-			else if (columns[c].type == T_BOOL)
-				fputs(v.b ? "true" : "false", stdout);
-			else
-				printf("%" PRIu64, v.num);
-			printf("%s\n", j + 1 < f->ncols ? "," : "");
+			json_value(c, &v);
 		}
-		printf("      }%s\n", i + 1 < n ? "," : "");
+		printf("%s\n      }%s\n", cur ? "}" : "", i + 1 < n ? "," : "");
 	}
 	printf("   ]\n}\n");
 }
@@ -393,26 +457,79 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/*
+ * The shape of the table.  -l: a line per device, a column per column.
+ * --stats: a line per device and column after the first, three columns:
+ * the first column's cell (the device), the column's stat_name ("fb_" in
+ * front of a fallback reason, as sysfs loopmq/stats) and its cell.
+ */
+static const char *const stats_head[] = { "DEVICE", "COUNTER", "VALUE" };
+
+static int table_cols(const struct outfmt *f)
+{
+	return f->stats ? ARRAY_SIZE(stats_head) : f->ncols;
+}
+
+static int table_lines(const struct outfmt *f, int n)
+{
+	return f->stats ? n * (f->ncols - 1) : n;
+}
+
+static const char *table_head(const struct outfmt *f, int j)
+{
+	return f->stats ? stats_head[j] : columns[f->cols[j]].name;
+}
+
+static int table_right(const struct outfmt *f, int j)
+{
+	return !f->stats && columns[f->cols[j]].right;
+}
+
+/* The cell of line @i, column @j of the table. */
+static void table_cell(const struct outfmt *f, const struct lmq_info *infos,
+		       int i, int j, struct cell *v)
+{
+	int per_dev = f->ncols - 1;
+	enum col_id c;
+
+	if (!f->stats) {
+		get_cell(&infos[i], f->cols[j], v);
+		return;
+	}
+	c = f->cols[1 + i % per_dev];
+	if (j == 1) {
+		memset(v, 0, sizeof(*v));
+		snprintf(v->str, sizeof(v->str), "%s%s",
+			 columns[c].src == S_FB ? "fb_" : "",
+			 columns[c].stat_name);
+	} else {
+		get_cell(&infos[i / per_dev], j ? c : f->cols[0], v);
+	}
+}
+
 static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 			int n)
 {
 	size_t width[C_NR * 2], enc_len = 4 * (PATH_MAX + 32);
+	int ncols = table_cols(f), nlines = table_lines(f, n);
+	/* --stats has always had two blanks between its columns */
+	const char *sep = f->stats && !f->raw ? "  " : " ";
 	char **cells, *enc;
 	struct cell v;
 	int i, j;
 
-	if (!n)
+	if (!nlines)
 		return;	/* like losetup: nothing at all, not even a header */
-	cells = xcalloc((size_t)n * f->ncols, sizeof(*cells));
+	cells = xcalloc((size_t)nlines * ncols, sizeof(*cells));
 	enc = xcalloc(1, enc_len);
 	/* like losetup, the header sets the minimum width even with -n */
-	for (j = 0; j < f->ncols; j++)
-		width[j] = strlen(columns[f->cols[j]].name);
-	for (i = 0; i < n; i++)
-		for (j = 0; j < f->ncols; j++) {
-			char **cell = &cells[(size_t)i * f->ncols + j];
+	for (j = 0; j < ncols; j++)
+		width[j] = strlen(table_head(f, j));
+	for (i = 0; i < nlines; i++)
+		for (j = 0; j < ncols; j++) {
+			char **cell = &cells[(size_t)i * ncols + j];
 
-			get_cell(&infos[i], f->cols[j], &v);
+			table_cell(f, infos, i, j, &v);
 			encode(v.str, f->raw, enc, enc_len);
 			*cell = strdup(enc);
 			if (!*cell) {
@@ -422,7 +539,7 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 			if (strlen(*cell) > width[j])
 				width[j] = strlen(*cell);
 		}
-	for (i = f->noheadings ? 0 : -1; i < n; i++) {
+	for (i = f->noheadings ? 0 : -1; i < nlines; i++) {
 		char *line = NULL;
 		size_t llen = 0;
 		FILE *m = open_memstream(&line, &llen);
@@ -431,20 +548,17 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 			error_at(NULL, ENOMEM, "cannot format output");
 			exit(1);
 		}
-		for (j = 0; j < f->ncols; j++) {
-			const struct column *col = &columns[f->cols[j]];
-			const char *s = i < 0 ? col->name :
-				cells[(size_t)i * f->ncols + j];
-			int last = j + 1 == f->ncols;
+		for (j = 0; j < ncols; j++) {
+			const char *s = i < 0 ? table_head(f, j) :
+				cells[(size_t)i * ncols + j];
+			const char *end = j + 1 == ncols ? "" : sep;
 
 			if (f->raw)
-				fprintf(m, "%s%s", s, last ? "" : " ");
-			else if (col->right)
-				fprintf(m, "%*s%s", (int)width[j], s,
-					last ? "" : " ");
+				fprintf(m, "%s%s", s, end);
+			else if (table_right(f, j))
+				fprintf(m, "%*s%s", (int)width[j], s, end);
 			else
-				fprintf(m, "%-*s%s", (int)width[j], s,
-					last ? "" : " ");
+				fprintf(m, "%-*s%s", (int)width[j], s, end);
 		}
 		fclose(m);
 		/* no trailing blanks when the last cells are empty */
@@ -453,7 +567,7 @@ static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 		printf("%s\n", line);
 		free(line);
 	}
-	for (i = 0; i < n * f->ncols; i++)
+	for (i = 0; i < nlines * ncols; i++)
 		free(cells[i]);
 	free(cells);
 	free(enc);
@@ -1026,7 +1140,7 @@ static void emit(const struct opts *o, const struct outfmt *f,
 
 	if (f->json)
 		print_json(f, infos, n);
-	else if (o->list)
+	else if (o->list || f->stats)
 		print_table(f, infos, n);
 	else
 		for (i = 0; i < n; i++)
@@ -1086,97 +1200,49 @@ static int do_list(const struct opts *o, const struct outfmt *f,
 	return rc;
 }
 
-static int do_stats(const struct opts *o, int argc, char **argv)
+/* What --stats shows of a device: the answer of LOOPMQ_GET_STATS alone. */
+static int get_stats_info(int index, struct lmq_info *in)
 {
-	struct {
-		char path[LMQ_NAME_MAX];
-		struct loopmq_stats st;
-	} *rows;
-	int *list = NULL, n = 0, i, j, k = 0, r, rc = 0;
+	int r;
+
+	memset(in, 0, sizeof(*in));
+	in->index = index;
+	lmq_dev_path(index, in->path, sizeof(in->path));
+	r = lmq_get_stats(index, &in->stats);
+	if (r)
+		return r;
+	in->have_stats = 1;
+	in->have_mode = 1;
+	in->mode = in->stats.mode;
+	return 0;
+}
+
+/* The statistics of the devices named, else of every bound one. */
+static int do_stats(const struct opts *o, const struct outfmt *f,
+		    int argc, char **argv)
+{
+	struct lmq_info *infos;
+	int *list = NULL, n = 0, i, k = 0, r, rc;
 
 	rc = device_list(argc, argv, &list, &n);
 	if (rc < 0)
 		return 1;
-	rows = calloc((size_t)n + 1, sizeof(*rows));
-	if (!rows) {
+	infos = calloc((size_t)n + 1, sizeof(*infos));
+	if (!infos) {
 		free(list);
 		return 1;
 	}
 	for (i = 0; i < n; i++) {
-		lmq_dev_path(list[i], rows[k].path, sizeof(rows[k].path));
-		r = lmq_get_stats(list[i], &rows[k].st);
+		r = get_stats_info(list[i], &infos[k]);
 		if (r) {
-			error_at(rows[k].path, -r, "cannot read statistics");
+			error_at(infos[k].path, -r, "cannot read statistics");
 			rc = 1;
 			continue;
 		}
 		k++;
 	}
-	if (o->json) {
-		printf("{\n   \"loopdevices\": [\n");
-		if (!k)
-			printf("\n");
-		for (i = 0; i < k; i++) {
-			const struct loopmq_stats *st = &rows[i].st;
-			const char *m = lmq_mode_name(st->mode);
-
-			printf("      {\n         \"name\": ");
-			json_string(rows[i].path);
-			printf(",\n         \"mode\": ");
-			json_string(m ? m : "?");
-			printf(",\n         \"paths\": {");
-			for (j = 0; j < LOOPMQ_PATH_NR; j++)
-				printf("%s\"%s\": %" PRIu64, j ? ", " : "",
-				       lmq_path_names[j], (uint64_t)st->path[j]);
-			printf("},\n         \"fallbacks\": {");
-			for (j = 0; j < LOOPMQ_FB_NR; j++)
-				printf("%s\"%s\": %" PRIu64, j ? ", " : "",
-				       lmq_fallback_name(j),
-				       (uint64_t)st->fallback[j]);
-			printf("},\n         \"kthread_wakeups\": %" PRIu64
-			       ",\n         \"peak_inflight\": %" PRIu64
-			       ",\n         \"errors\": %" PRIu64 "\n      }%s\n",
-			       (uint64_t)st->kthread_wakeups,
-			       (uint64_t)st->peak_inflight,
-			       (uint64_t)st->errors, i + 1 < k ? "," : "");
-		}
-		printf("   ]\n}\n");
-	} else {
-		const char *sep = o->raw ? " " : "  ";
-		int w = o->raw ? 0 : (int)strlen("DEVICE");
-
-		for (i = 0; i < k; i++)
-			if ((int)strlen(rows[i].path) > w && !o->raw)
-				w = (int)strlen(rows[i].path);
-		if (!o->noheadings && k)
-			printf("%-*s%s%-*s%s%s\n", w, "DEVICE", sep,
-			       o->raw ? 0 : 15, "COUNTER", sep, "VALUE");
-		for (i = 0; i < k; i++) {
-			const struct loopmq_stats *st = &rows[i].st;
-			const char *m = lmq_mode_name(st->mode);
-			char name[32];
-
-#define ROW(label, fmt, val) \
-	printf("%-*s%s%-*s%s" fmt "\n", w, rows[i].path, sep, \
-	       o->raw ? 0 : 15, label, sep, val)
-			ROW("mode", "%s", m ? m : "?");
-			for (j = 0; j < LOOPMQ_PATH_NR; j++)
-				ROW(lmq_path_names[j], "%" PRIu64,
-				    (uint64_t)st->path[j]);
-			for (j = 0; j < LOOPMQ_FB_NR; j++) {
-				snprintf(name, sizeof(name), "fb_%s",
-					 lmq_fallback_name(j));
-				ROW(name, "%" PRIu64, (uint64_t)st->fallback[j]);
-			}
-			ROW("kthread_wakeups", "%" PRIu64,
-			    (uint64_t)st->kthread_wakeups);
-			ROW("peak_inflight", "%" PRIu64,
-			    (uint64_t)st->peak_inflight);
-			ROW("errors", "%" PRIu64, (uint64_t)st->errors);
-#undef ROW
-		}
-	}
-	free(rows);
+	emit(o, f, infos, k);
+	free(infos);
 	free(list);
 	return rc;
 }
@@ -1209,8 +1275,7 @@ int main(int argc, char **argv)
 	init_columns();
 	memset(&o, 0, sizeof(o));
 	memset(&f, 0, sizeof(f));
-	for (i = 0; i < (int)(sizeof(default_columns) / sizeof(default_columns[0])); i++)
-		f.cols[f.ncols++] = default_columns[i];
+	set_columns(&f, default_columns, ARRAY_SIZE(default_columns));
 
 	while ((c = getopt_long(argc, argv, "ab:c:d:Dfhj:JlnO:o:PrvV", longopts,
 				NULL)) != -1) {
@@ -1465,6 +1530,10 @@ int main(int argc, char **argv)
 	if (o.act == A_STATS && (o.output || o.output_all))
 		return reject(o.output ? "--output" : "--output-all",
 			      "with --list");
+	if (o.act == A_STATS) {
+		f.stats = 1;
+		set_columns(&f, stats_columns, ARRAY_SIZE(stats_columns));
+	}
 
 	switch (o.act) {
 	case A_ATTACH:
@@ -1481,7 +1550,7 @@ int main(int argc, char **argv)
 	case A_PRINT_FREE:
 		return do_print_free();
 	case A_STATS:
-		return do_stats(&o, nargs, args);
+		return do_stats(&o, &f, nargs, args);
 	case A_RESET:
 		return do_reset(nargs, args);
 	case A_LIST:

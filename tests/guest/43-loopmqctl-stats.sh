@@ -136,6 +136,62 @@ D2=$("$LOOPMQCTL" -f --show $F)
 is "$("$LOOPMQCTL" --stats -n | awk '{ print $1 }' | sort -u | tr '\n' ' ')" "$(printf '%s\n' $D $D2 | sort | tr '\n' ' ')" \
 	"--stats without a device covers every bound device"
 is "$("$LOOPMQCTL" --stats -J | jq '.loopdevices | length')" 2 "--stats -J without a device: two entries"
+
+# the output formats, exactly, built here from sysfs: the table (DEVICE
+# COUNTER VALUE, two blanks between columns, DEVICE as wide as the longest
+# name, COUNTER 15 wide), --raw, -n, and the JSON text with its field names
+# and layout; one table line per device and counter, one JSON object per
+# device, in the order given
+"$LOOPMQCTL" --reset-stats $D $D2
+io $D
+# "dev counter value" lines as --stats shows them: mode first, then sysfs's
+counters() { local d; for d; do echo "$d mode $(sysv $d loopmq/mode)"; sed "s|^|$d |" /sys/block/${d##*/}/loopmq/stats; done; }
+want_table() {
+	local w=6 d n v
+	for d in $D $D2; do [ ${#d} -gt $w ] && w=${#d}; done
+	printf '%-*s  %-15s  %s\n' $w DEVICE COUNTER VALUE
+	counters $D $D2 | while read -r d n v; do printf '%-*s  %-15s  %s\n' $w $d $n $v; done
+}
+want_json() {
+	local d i=0
+	printf '{\n   "loopdevices": [\n'
+	for d in $D $D2; do
+		i=$((i + 1))
+		printf '      {\n         "name": "%s",\n         "mode": "%s",\n' $d "$(sysv $d loopmq/mode)"
+		awk '$1 ~ /^fb_/ { f = f s2 "\"" substr($1, 4) "\": " $2; s2 = ", "; next }
+			$1 ~ /^(kthread_wakeups|peak_inflight|errors)$/ { t = t ",\n         \"" $1 "\": " $2; next }
+			{ p = p s1 "\"" $1 "\": " $2; s1 = ", " }
+			END { printf "         \"paths\": {%s},\n         \"fallbacks\": {%s}%s\n", p, f, t }' \
+			/sys/block/${d##*/}/loopmq/stats
+		printf '      }%s\n' "$([ $i -lt 2 ] && echo ,)"
+	done
+	printf '   ]\n}\n'
+}
+same_text() {
+	if [ "$1" = "$2" ]; then pass "$3"; else
+		fail "$3" "output differs"
+		diff <(printf '%s\n' "$2") <(printf '%s\n' "$1") | head -n 20 | sed 's/^/#   /'
+	fi
+}
+same_text "$("$LOOPMQCTL" --stats $D $D2)" "$(want_table)" "--stats table, exactly"
+same_text "$("$LOOPMQCTL" --stats -n $D $D2)" "$(want_table | tail -n +2)" "--stats -n: the table without its header"
+same_text "$("$LOOPMQCTL" --stats --raw $D $D2)" "$(echo DEVICE COUNTER VALUE; counters $D $D2)" \
+	"--stats --raw: one blank between columns, with the header"
+same_text "$("$LOOPMQCTL" --stats -J $D $D2)" "$(want_json)" "--stats -J text, exactly"
+is "$("$LOOPMQCTL" --stats $D $D2 | wc -l)" $((1 + 2 * $(counters $D | wc -l))) \
+	"--stats: a header and a line per device and counter"
+j=$("$LOOPMQCTL" --stats -J $D $D2)
+is "$(jq -r '[keys_unsorted[]] + [.loopdevices[] | keys_unsorted | join(",")] | join(" ")' <<<"$j")" \
+	"loopdevices name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors" \
+	"--stats -J: the top-level key and the field names, one object per device"
+is "$(jq -r '[.loopdevices[] | .name, (.mode | type), ([.paths[], .fallbacks[], .kthread_wakeups, .peak_inflight, .errors] | map(type) | unique[])] | join(" ")' <<<"$j")" \
+	"$D string number $D2 string number" "--stats -J: names in the order given, mode a string, counters numbers"
+run "$LOOPMQCTL" --stats -O NAME $D
+is "$rc:$out:$err" "1::loopmqctl: option --output is only allowed with --list
+Try 'loopmqctl --help' for more information." "--stats -O is refused"
+run "$LOOPMQCTL" --stats /dev/${LMQ_NAME}999 $D
+is "$rc:$(wc -l <<<"$out"):$err" "1:$((1 + $(counters $D | wc -l))):loopmqctl: /dev/${LMQ_NAME}999: cannot open device: No such file or directory" \
+	"--stats with a missing device: reports it, lists the others, exit 1"
 "$LOOPMQCTL" -d $D2
 "$LOOPMQCTL" -d $D
 
