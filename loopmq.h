@@ -160,6 +160,19 @@ int loopmq_set_block_size(struct loopmq_device *lo,
 			  struct block_device *bdev, unsigned long arg);
 int loopmq_set_capacity(struct loopmq_device *lo);
 
+/*
+ * loopmq_main.c: the lifecycle the control device drives, for loopmq_ctl.c.
+ * Each takes loopmq_ctl_mutex, which guards the device index, itself, and
+ * returns a device number, 0 for a removal, or a negative errno.
+ */
+int loopmq_add(int index);		/* index < 0: the first free number */
+int loopmq_control_remove(int index);	/* -EBUSY while bound or open */
+int loopmq_control_get_free(void);	/* an unbound device, added if none */
+
+/* loopmq_ctl.c: the control device, /dev/loopmq-control */
+int loopmq_ctl_register(void);
+void loopmq_ctl_unregister(void);
+
 /* loopmq_ioctl.c: the block device's ->ioctl and ->compat_ioctl */
 int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 		 unsigned int cmd, unsigned long arg);

@@ -3,10 +3,10 @@
  * loopmq: a loop block device on blk-mq that chooses, per request, whether
  * to run it in queue_rq, hand it to a kthread, or submit it as NOWAIT aio.
  *
- * This file: module parameters, the control device, device lifecycle and
- * what the loop-compatible ioctls do to a device.  The ioctls' interface is
- * in loopmq_ioctl.c, sysfs in loopmq_sysfs.c, the I/O path in loopmq_io.c
- * and loopmq_aio.c.
+ * This file: module parameters, device lifecycle, and what the control
+ * device and the loop-compatible ioctls do to devices.  The control device
+ * is in loopmq_ctl.c, the ioctls' interface in loopmq_ioctl.c, sysfs in
+ * loopmq_sysfs.c, the I/O path in loopmq_io.c and loopmq_aio.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,7 +14,6 @@
 #include <linux/idr.h>
 #include <linux/kthread.h>
 #include <linux/major.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/namei.h>
@@ -977,7 +976,7 @@ static const struct blk_mq_ops loopmq_mq_ops = {
 
 /* ---- adding and removing devices ---- */
 
-static int loopmq_add(int index)
+int loopmq_add(int index)
 {
 	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
 	struct loopmq_device *lo;
@@ -1086,7 +1085,7 @@ static void loopmq_remove(struct loopmq_device *lo)
 	put_disk(lo->disk);
 }
 
-static int loopmq_control_remove(int index)
+int loopmq_control_remove(int index)
 {
 	struct loopmq_device *lo;
 	int err;
@@ -1120,7 +1119,7 @@ static int loopmq_control_remove(int index)
 	return 0;
 }
 
-static int loopmq_control_get_free(void)
+int loopmq_control_get_free(void)
 {
 	struct loopmq_device *lo;
 	int id, err;
@@ -1138,35 +1137,6 @@ static int loopmq_control_get_free(void)
 	mutex_unlock(&loopmq_ctl_mutex);
 	return loopmq_add(-1);
 }
-
-static long loopmq_control_ioctl(struct file *file, unsigned int cmd,
-				 unsigned long arg)
-{
-	switch (cmd) {
-	case LOOP_CTL_ADD:
-		return loopmq_add((int)arg);
-	case LOOP_CTL_REMOVE:
-		return loopmq_control_remove((int)arg);
-	case LOOP_CTL_GET_FREE:
-		return loopmq_control_get_free();
-	default:
-		return -ENOSYS;
-	}
-}
-
-static const struct file_operations loopmq_ctl_fops = {
-	.owner		= THIS_MODULE,
-	.open		= nonseekable_open,
-	.unlocked_ioctl	= loopmq_control_ioctl,
-	.compat_ioctl	= loopmq_control_ioctl,
-	.llseek		= noop_llseek,
-};
-
-static struct miscdevice loopmq_misc = {
-	.minor	= MISC_DYNAMIC_MINOR,
-	.name	= LOOPMQ_CONTROL_NAME,
-	.fops	= &loopmq_ctl_fops,
-};
 
 static int __init loopmq_init(void)
 {
@@ -1188,7 +1158,7 @@ static int __init loopmq_init(void)
 		return err;
 	loopmq_major = err;
 
-	err = misc_register(&loopmq_misc);
+	err = loopmq_ctl_register();
 	if (err)
 		goto out_unregister_blkdev;
 
@@ -1209,7 +1179,7 @@ out_remove_devices:
 		idr_for_each_entry(&loopmq_idr, lo, id)
 			loopmq_remove(lo);
 	}
-	misc_deregister(&loopmq_misc);
+	loopmq_ctl_unregister();
 out_unregister_blkdev:
 	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
 	return err;
@@ -1221,7 +1191,7 @@ static void __exit loopmq_exit(void)
 	int id;
 
 	/* No device is bound or open: each would hold a module reference. */
-	misc_deregister(&loopmq_misc);
+	loopmq_ctl_unregister();
 	idr_for_each_entry(&loopmq_idr, lo, id)
 		loopmq_remove(lo);
 	idr_destroy(&loopmq_idr);
