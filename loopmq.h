@@ -16,6 +16,9 @@
 #include <linux/workqueue.h>
 #include <uapi/loopmq.h>
 
+/* blk_mode_t, in the prototypes below, on 6.1 too */
+#include "loopmq_compat.h"
+
 enum loopmq_state {
 	LOOPMQ_UNBOUND,
 	LOOPMQ_BOUND,
@@ -135,6 +138,49 @@ extern bool loopmq_nowait_adaptive;
 extern bool loopmq_fault_drop_flush;
 extern bool loopmq_lockdep_guard;
 extern const char * const loopmq_mode_names[LOOPMQ_MODE_NR];
+
+/*
+ * loopmq_main.c: what the loop ioctls do to a device, for loopmq_ioctl.c.
+ * Each takes the device's mutex itself, and loopmq_bind_mutex before it
+ * where a backing file is bound or switched.
+ */
+int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
+		     struct block_device *bdev,
+		     const struct loop_config *config);
+int loopmq_clr_fd(struct loopmq_device *lo);
+int loopmq_change_fd(struct loopmq_device *lo,
+		     struct block_device *bdev, unsigned int fd);
+int loopmq_set_status(struct loopmq_device *lo,
+		      const struct loop_info64 *info);
+int loopmq_get_status(struct loopmq_device *lo,
+		      struct loop_info64 *info);
+int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg);
+int loopmq_set_block_size(struct loopmq_device *lo,
+			  blk_mode_t mode,
+			  struct block_device *bdev, unsigned long arg);
+int loopmq_set_capacity(struct loopmq_device *lo);
+
+/*
+ * loopmq_main.c: the lifecycle the control device drives, for loopmq_ctl.c.
+ * Each takes loopmq_ctl_mutex, which guards the device index, itself, and
+ * returns a device number, 0 for a removal, or a negative errno.
+ */
+int loopmq_add(int index);		/* index < 0: the first free number */
+int loopmq_control_remove(int index);	/* -EBUSY while bound or open */
+int loopmq_control_get_free(void);	/* an unbound device, added if none */
+
+/* loopmq_ctl.c: the control device, /dev/loopmq-control */
+int loopmq_ctl_register(void);
+void loopmq_ctl_unregister(void);
+
+/* loopmq_ioctl.c: the block device's ->ioctl and ->compat_ioctl */
+int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
+		 unsigned int cmd, unsigned long arg);
+#ifdef CONFIG_COMPAT
+int loopmq_compat_ioctl(struct block_device *bdev,
+			blk_mode_t mode, unsigned int cmd,
+			unsigned long arg);
+#endif
 
 /* loopmq_sysfs.c */
 extern const struct attribute_group loopmq_loop_group;

@@ -3,18 +3,17 @@
  * loopmq: a loop block device on blk-mq that chooses, per request, whether
  * to run it in queue_rq, hand it to a kthread, or submit it as NOWAIT aio.
  *
- * This file: module parameters, the control device, device lifecycle and
- * the loop-compatible ioctls.  sysfs is in loopmq_sysfs.c, the I/O path in
- * loopmq_io.c and loopmq_aio.c.
+ * This file: module parameters, device lifecycle, and what the control
+ * device and the loop-compatible ioctls do to devices.  The control device
+ * is in loopmq_ctl.c, the ioctls' interface in loopmq_ioctl.c, sysfs in
+ * loopmq_sysfs.c, the I/O path in loopmq_io.c and loopmq_aio.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/compat.h>
 #include <linux/file.h>
 #include <linux/idr.h>
 #include <linux/kthread.h>
 #include <linux/major.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/namei.h>
@@ -512,9 +511,9 @@ static unsigned int loopmq_default_lbs(struct file *file)
 	return SECTOR_SIZE;
 }
 
-static int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
-			    struct block_device *bdev,
-			    const struct loop_config *config)
+int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
+		     struct block_device *bdev,
+		     const struct loop_config *config)
 {
 	struct file *file = fget(config->fd);
 	unsigned int lbs;
@@ -677,7 +676,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	module_put(THIS_MODULE);
 }
 
-static int loopmq_clr_fd(struct loopmq_device *lo)
+int loopmq_clr_fd(struct loopmq_device *lo)
 {
 	mutex_lock(&lo->mutex);
 	if (lo->state != LOOPMQ_BOUND) {
@@ -699,8 +698,8 @@ static int loopmq_clr_fd(struct loopmq_device *lo)
 	return 0;
 }
 
-static int loopmq_change_fd(struct loopmq_device *lo,
-			    struct block_device *bdev, unsigned int fd)
+int loopmq_change_fd(struct loopmq_device *lo,
+		     struct block_device *bdev, unsigned int fd)
 {
 	struct file *file = fget(fd);
 	struct file *old;
@@ -750,8 +749,8 @@ out_unlock:
 	return err;
 }
 
-static int loopmq_set_status(struct loopmq_device *lo,
-			     const struct loop_info64 *info)
+int loopmq_set_status(struct loopmq_device *lo,
+		      const struct loop_info64 *info)
 {
 	int prev, err;
 	bool partscan = false;
@@ -796,8 +795,8 @@ out_unlock:
 	return err;
 }
 
-static int loopmq_get_status(struct loopmq_device *lo,
-			     struct loop_info64 *info)
+int loopmq_get_status(struct loopmq_device *lo,
+		      struct loop_info64 *info)
 {
 	struct path path;
 	struct kstat st;
@@ -830,7 +829,7 @@ static int loopmq_get_status(struct loopmq_device *lo,
 	return err;
 }
 
-static int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg)
+int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg)
 {
 	bool want = !!arg;
 	int err = 0;
@@ -857,9 +856,9 @@ out:
 	return err;
 }
 
-static int loopmq_set_block_size(struct loopmq_device *lo,
-				 blk_mode_t mode,
-				 struct block_device *bdev, unsigned long arg)
+int loopmq_set_block_size(struct loopmq_device *lo,
+			  blk_mode_t mode,
+			  struct block_device *bdev, unsigned long arg)
 {
 	int err;
 
@@ -892,7 +891,7 @@ out_claim:
 	return err;
 }
 
-static int loopmq_set_capacity(struct loopmq_device *lo)
+int loopmq_set_capacity(struct loopmq_device *lo)
 {
 	int err = 0;
 
@@ -906,213 +905,6 @@ static int loopmq_set_capacity(struct loopmq_device *lo)
 	mutex_unlock(&lo->mutex);
 	return err;
 }
-
-/* The legacy struct loop_info, converted to and from loop_info64. */
-static int loopmq_set_status_old(struct loopmq_device *lo,
-				 const struct loop_info __user *arg)
-{
-	struct loop_info info;
-	struct loop_info64 info64 = { };
-
-	if (copy_from_user(&info, arg, sizeof(info)))
-		return -EFAULT;
-	info64.lo_number = info.lo_number;
-	info64.lo_device = info.lo_device;
-	info64.lo_inode = info.lo_inode;
-	info64.lo_rdevice = info.lo_rdevice;
-	info64.lo_offset = info.lo_offset;
-	info64.lo_encrypt_type = info.lo_encrypt_type;
-	info64.lo_encrypt_key_size = info.lo_encrypt_key_size;
-	info64.lo_flags = info.lo_flags;
-	memcpy(info64.lo_file_name, info.lo_name, LO_NAME_SIZE);
-	return loopmq_set_status(lo, &info64);
-}
-
-static int loopmq_get_status_old(struct loopmq_device *lo,
-				 struct loop_info __user *arg)
-{
-	struct loop_info64 info64;
-	struct loop_info info = { };
-	int err;
-
-	if (!arg)
-		return -EINVAL;
-	err = loopmq_get_status(lo, &info64);
-	if (err)
-		return err;
-	info.lo_number = info64.lo_number;
-	info.lo_device = info64.lo_device;
-	info.lo_inode = info64.lo_inode;
-	info.lo_rdevice = info64.lo_rdevice;
-	info.lo_offset = info64.lo_offset;
-	info.lo_flags = info64.lo_flags;
-	memcpy(info.lo_name, info64.lo_file_name, LO_NAME_SIZE);
-	/* Refuse to truncate silently. */
-	if (info.lo_device != info64.lo_device ||
-	    info.lo_rdevice != info64.lo_rdevice ||
-	    info.lo_inode != info64.lo_inode ||
-	    info.lo_offset != info64.lo_offset)
-		return -EOVERFLOW;
-	if (copy_to_user(arg, &info, sizeof(info)))
-		return -EFAULT;
-	return 0;
-}
-
-static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
-			     void __user *argp)
-{
-	struct loopmq_mode_info mi;
-
-	if (cmd == LOOPMQ_GET_MODE) {
-		memset(&mi, 0, sizeof(mi));
-		mi.mode = READ_ONCE(lo->mode);
-		return copy_to_user(argp, &mi, sizeof(mi)) ? -EFAULT : 0;
-	}
-	if (copy_from_user(&mi, argp, sizeof(mi)))
-		return -EFAULT;
-	if (mi.mode >= LOOPMQ_MODE_NR || mi.flags || mi.reserved[0] ||
-	    mi.reserved[1] || mi.reserved[2])
-		return -EINVAL;
-	WRITE_ONCE(lo->mode, mi.mode);
-	return 0;
-}
-
-/*
- * Each ioctl that copies a large structure does it in a function of its
- * own, so that loopmq_ioctl()'s frame stays small.
- */
-static noinline_for_stack int
-loopmq_ioctl_configure(struct loopmq_device *lo, blk_mode_t mode,
-		       struct block_device *bdev, unsigned int cmd,
-		       unsigned long arg)
-{
-	struct loop_config config;
-
-	if (cmd == LOOP_SET_FD) {
-		/* The legacy form of LOOP_CONFIGURE, with default settings. */
-		memset(&config, 0, sizeof(config));
-		config.fd = arg;
-	} else if (copy_from_user(&config, (void __user *)arg,
-				  sizeof(config))) {
-		return -EFAULT;
-	}
-	return loopmq_configure(lo, mode, bdev, &config);
-}
-
-static noinline_for_stack int
-loopmq_ioctl_status64(struct loopmq_device *lo, unsigned int cmd,
-		      void __user *argp)
-{
-	struct loop_info64 info64;
-	int err;
-
-	if (cmd == LOOP_SET_STATUS64) {
-		if (copy_from_user(&info64, argp, sizeof(info64)))
-			return -EFAULT;
-		return loopmq_set_status(lo, &info64);
-	}
-	if (!argp)
-		return -EINVAL;
-	err = loopmq_get_status(lo, &info64);
-	if (!err && copy_to_user(argp, &info64, sizeof(info64)))
-		err = -EFAULT;
-	return err;
-}
-
-static noinline_for_stack int
-loopmq_ioctl_get_stats(struct loopmq_device *lo, void __user *argp)
-{
-	struct loopmq_stats stats;
-
-	loopmq_sum_stats(lo, &stats);
-	return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
-}
-
-static int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
-			unsigned int cmd, unsigned long arg)
-{
-	struct loopmq_device *lo = bdev->bd_disk->private_data;
-	void __user *argp = (void __user *)arg;
-	bool may_write = (mode & BLK_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
-
-	switch (cmd) {
-	case LOOP_SET_FD:
-	case LOOP_CONFIGURE:
-		return loopmq_ioctl_configure(lo, mode, bdev, cmd, arg);
-	case LOOP_CHANGE_FD:
-		return loopmq_change_fd(lo, bdev, arg);
-	case LOOP_CLR_FD:
-		return loopmq_clr_fd(lo);
-	case LOOP_SET_STATUS:
-		if (!may_write)
-			return -EPERM;
-		return loopmq_set_status_old(lo, argp);
-	case LOOP_GET_STATUS:
-		return loopmq_get_status_old(lo, argp);
-	case LOOP_SET_STATUS64:
-		if (!may_write)
-			return -EPERM;
-		fallthrough;
-	case LOOP_GET_STATUS64:
-		return loopmq_ioctl_status64(lo, cmd, argp);
-	case LOOP_SET_BLOCK_SIZE:
-		if (!may_write)
-			return -EPERM;
-		return loopmq_set_block_size(lo, mode, bdev, arg);
-	case LOOP_SET_CAPACITY:
-		if (!may_write)
-			return -EPERM;
-		return loopmq_set_capacity(lo);
-	case LOOP_SET_DIRECT_IO:
-		if (!may_write)
-			return -EPERM;
-		return loopmq_set_dio(lo, arg);
-	case LOOPMQ_SET_MODE:
-		if (!may_write)
-			return -EPERM;
-		fallthrough;
-	case LOOPMQ_GET_MODE:
-		return loopmq_ioctl_mode(lo, cmd, argp);
-	case LOOPMQ_GET_STATS:
-		return loopmq_ioctl_get_stats(lo, argp);
-	case LOOPMQ_RESET_STATS:
-		if (!may_write)
-			return -EPERM;
-		loopmq_reset_stats(lo);
-		return 0;
-	default:
-		/* What the stock driver answers to a command it does not know. */
-		return -EINVAL;
-	}
-}
-
-#ifdef CONFIG_COMPAT
-/*
- * 32-bit callers: every structure but the legacy struct loop_info has the
- * same layout, so only pointers need converting.  The legacy calls are
- * refused rather than misread.
- */
-static int loopmq_compat_ioctl(struct block_device *bdev,
-			       blk_mode_t mode, unsigned int cmd,
-			       unsigned long arg)
-{
-	switch (cmd) {
-	case LOOP_SET_STATUS:
-	case LOOP_GET_STATUS:
-		return -ENOIOCTLCMD;
-	case LOOP_SET_STATUS64:
-	case LOOP_GET_STATUS64:
-	case LOOP_CONFIGURE:
-	case LOOPMQ_SET_MODE:
-	case LOOPMQ_GET_MODE:
-	case LOOPMQ_GET_STATS:
-		arg = (unsigned long)compat_ptr(arg);
-		fallthrough;
-	default:
-		return loopmq_ioctl(bdev, mode, cmd, arg);
-	}
-}
-#endif
 
 /* ---- open and release ---- */
 
@@ -1184,7 +976,7 @@ static const struct blk_mq_ops loopmq_mq_ops = {
 
 /* ---- adding and removing devices ---- */
 
-static int loopmq_add(int index)
+int loopmq_add(int index)
 {
 	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
 	struct loopmq_device *lo;
@@ -1293,7 +1085,7 @@ static void loopmq_remove(struct loopmq_device *lo)
 	put_disk(lo->disk);
 }
 
-static int loopmq_control_remove(int index)
+int loopmq_control_remove(int index)
 {
 	struct loopmq_device *lo;
 	int err;
@@ -1327,7 +1119,7 @@ static int loopmq_control_remove(int index)
 	return 0;
 }
 
-static int loopmq_control_get_free(void)
+int loopmq_control_get_free(void)
 {
 	struct loopmq_device *lo;
 	int id, err;
@@ -1345,35 +1137,6 @@ static int loopmq_control_get_free(void)
 	mutex_unlock(&loopmq_ctl_mutex);
 	return loopmq_add(-1);
 }
-
-static long loopmq_control_ioctl(struct file *file, unsigned int cmd,
-				 unsigned long arg)
-{
-	switch (cmd) {
-	case LOOP_CTL_ADD:
-		return loopmq_add((int)arg);
-	case LOOP_CTL_REMOVE:
-		return loopmq_control_remove((int)arg);
-	case LOOP_CTL_GET_FREE:
-		return loopmq_control_get_free();
-	default:
-		return -ENOSYS;
-	}
-}
-
-static const struct file_operations loopmq_ctl_fops = {
-	.owner		= THIS_MODULE,
-	.open		= nonseekable_open,
-	.unlocked_ioctl	= loopmq_control_ioctl,
-	.compat_ioctl	= loopmq_control_ioctl,
-	.llseek		= noop_llseek,
-};
-
-static struct miscdevice loopmq_misc = {
-	.minor	= MISC_DYNAMIC_MINOR,
-	.name	= LOOPMQ_CONTROL_NAME,
-	.fops	= &loopmq_ctl_fops,
-};
 
 static int __init loopmq_init(void)
 {
@@ -1395,7 +1158,7 @@ static int __init loopmq_init(void)
 		return err;
 	loopmq_major = err;
 
-	err = misc_register(&loopmq_misc);
+	err = loopmq_ctl_register();
 	if (err)
 		goto out_unregister_blkdev;
 
@@ -1416,7 +1179,7 @@ out_remove_devices:
 		idr_for_each_entry(&loopmq_idr, lo, id)
 			loopmq_remove(lo);
 	}
-	misc_deregister(&loopmq_misc);
+	loopmq_ctl_unregister();
 out_unregister_blkdev:
 	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
 	return err;
@@ -1428,7 +1191,7 @@ static void __exit loopmq_exit(void)
 	int id;
 
 	/* No device is bound or open: each would hold a module reference. */
-	misc_deregister(&loopmq_misc);
+	loopmq_ctl_unregister();
 	idr_for_each_entry(&loopmq_idr, lo, id)
 		loopmq_remove(lo);
 	idr_destroy(&loopmq_idr);

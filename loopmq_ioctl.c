@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopmq's block device ioctls: the stock loop driver's (LOOP_SET_FD ...
+ * LOOP_CONFIGURE) and loopmq's own of include/uapi/loopmq.h.  What is
+ * here is the interface: the copies to and from user space, the legacy
+ * struct loop_info, the permission checks and the 32-bit entry point.
+ * What a command does to the device, under its locks, is in
+ * loopmq_main.c.
+ */
+#include <linux/blkdev.h>
+#include <linux/capability.h>
+#include <linux/compat.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "loopmq.h"
+#include "loopmq_compat.h"
+
+/* The legacy struct loop_info, converted to and from loop_info64. */
+static int loopmq_set_status_old(struct loopmq_device *lo,
+				 const struct loop_info __user *arg)
+{
+	struct loop_info info;
+	struct loop_info64 info64 = { };
+
+	if (copy_from_user(&info, arg, sizeof(info)))
+		return -EFAULT;
+	info64.lo_number = info.lo_number;
+	info64.lo_device = info.lo_device;
+	info64.lo_inode = info.lo_inode;
+	info64.lo_rdevice = info.lo_rdevice;
+	info64.lo_offset = info.lo_offset;
+	info64.lo_encrypt_type = info.lo_encrypt_type;
+	info64.lo_encrypt_key_size = info.lo_encrypt_key_size;
+	info64.lo_flags = info.lo_flags;
+	memcpy(info64.lo_file_name, info.lo_name, LO_NAME_SIZE);
+	return loopmq_set_status(lo, &info64);
+}
+
+static int loopmq_get_status_old(struct loopmq_device *lo,
+				 struct loop_info __user *arg)
+{
+	struct loop_info64 info64;
+	struct loop_info info = { };
+	int err;
+
+	if (!arg)
+		return -EINVAL;
+	err = loopmq_get_status(lo, &info64);
+	if (err)
+		return err;
+	info.lo_number = info64.lo_number;
+	info.lo_device = info64.lo_device;
+	info.lo_inode = info64.lo_inode;
+	info.lo_rdevice = info64.lo_rdevice;
+	info.lo_offset = info64.lo_offset;
+	info.lo_flags = info64.lo_flags;
+	memcpy(info.lo_name, info64.lo_file_name, LO_NAME_SIZE);
+	/* Refuse to truncate silently. */
+	if (info.lo_device != info64.lo_device ||
+	    info.lo_rdevice != info64.lo_rdevice ||
+	    info.lo_inode != info64.lo_inode ||
+	    info.lo_offset != info64.lo_offset)
+		return -EOVERFLOW;
+	if (copy_to_user(arg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
+			     void __user *argp)
+{
+	struct loopmq_mode_info mi;
+
+	if (cmd == LOOPMQ_GET_MODE) {
+		memset(&mi, 0, sizeof(mi));
+		mi.mode = READ_ONCE(lo->mode);
+		return copy_to_user(argp, &mi, sizeof(mi)) ? -EFAULT : 0;
+	}
+	if (copy_from_user(&mi, argp, sizeof(mi)))
+		return -EFAULT;
+	if (mi.mode >= LOOPMQ_MODE_NR || mi.flags || mi.reserved[0] ||
+	    mi.reserved[1] || mi.reserved[2])
+		return -EINVAL;
+	WRITE_ONCE(lo->mode, mi.mode);
+	return 0;
+}
+
+/*
+ * Each ioctl that copies a large structure does it in a function of its
+ * own, so that loopmq_ioctl()'s frame stays small.
+ */
+static noinline_for_stack int
+loopmq_ioctl_configure(struct loopmq_device *lo, blk_mode_t mode,
+		       struct block_device *bdev, unsigned int cmd,
+		       unsigned long arg)
+{
+	struct loop_config config;
+
+	if (cmd == LOOP_SET_FD) {
+		/* The legacy form of LOOP_CONFIGURE, with default settings. */
+		memset(&config, 0, sizeof(config));
+		config.fd = arg;
+	} else if (copy_from_user(&config, (void __user *)arg,
+				  sizeof(config))) {
+		return -EFAULT;
+	}
+	return loopmq_configure(lo, mode, bdev, &config);
+}
+
+static noinline_for_stack int
+loopmq_ioctl_status64(struct loopmq_device *lo, unsigned int cmd,
+		      void __user *argp)
+{
+	struct loop_info64 info64;
+	int err;
+
+	if (cmd == LOOP_SET_STATUS64) {
+		if (copy_from_user(&info64, argp, sizeof(info64)))
+			return -EFAULT;
+		return loopmq_set_status(lo, &info64);
+	}
+	if (!argp)
+		return -EINVAL;
+	err = loopmq_get_status(lo, &info64);
+	if (!err && copy_to_user(argp, &info64, sizeof(info64)))
+		err = -EFAULT;
+	return err;
+}
+
+static noinline_for_stack int
+loopmq_ioctl_get_stats(struct loopmq_device *lo, void __user *argp)
+{
+	struct loopmq_stats stats;
+
+	loopmq_sum_stats(lo, &stats);
+	return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
+}
+
+int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
+		 unsigned int cmd, unsigned long arg)
+{
+	struct loopmq_device *lo = bdev->bd_disk->private_data;
+	void __user *argp = (void __user *)arg;
+	bool may_write = (mode & BLK_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
+
+	switch (cmd) {
+	case LOOP_SET_FD:
+	case LOOP_CONFIGURE:
+		return loopmq_ioctl_configure(lo, mode, bdev, cmd, arg);
+	case LOOP_CHANGE_FD:
+		return loopmq_change_fd(lo, bdev, arg);
+	case LOOP_CLR_FD:
+		return loopmq_clr_fd(lo);
+	case LOOP_SET_STATUS:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_status_old(lo, argp);
+	case LOOP_GET_STATUS:
+		return loopmq_get_status_old(lo, argp);
+	case LOOP_SET_STATUS64:
+		if (!may_write)
+			return -EPERM;
+		fallthrough;
+	case LOOP_GET_STATUS64:
+		return loopmq_ioctl_status64(lo, cmd, argp);
+	case LOOP_SET_BLOCK_SIZE:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_block_size(lo, mode, bdev, arg);
+	case LOOP_SET_CAPACITY:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_capacity(lo);
+	case LOOP_SET_DIRECT_IO:
+		if (!may_write)
+			return -EPERM;
+		return loopmq_set_dio(lo, arg);
+	case LOOPMQ_SET_MODE:
+		if (!may_write)
+			return -EPERM;
+		fallthrough;
+	case LOOPMQ_GET_MODE:
+		return loopmq_ioctl_mode(lo, cmd, argp);
+	case LOOPMQ_GET_STATS:
+		return loopmq_ioctl_get_stats(lo, argp);
+	case LOOPMQ_RESET_STATS:
+		if (!may_write)
+			return -EPERM;
+		loopmq_reset_stats(lo);
+		return 0;
+	default:
+		/* What the stock driver answers to a command it does not know. */
+		return -EINVAL;
+	}
+}
+
+#ifdef CONFIG_COMPAT
+/*
+ * 32-bit callers: every structure but the legacy struct loop_info has the
+ * same layout, so only pointers need converting.  The legacy calls are
+ * refused rather than misread.
+ */
+int loopmq_compat_ioctl(struct block_device *bdev,
+			blk_mode_t mode, unsigned int cmd,
+			unsigned long arg)
+{
+	switch (cmd) {
+	case LOOP_SET_STATUS:
+	case LOOP_GET_STATUS:
+		return -ENOIOCTLCMD;
+	case LOOP_SET_STATUS64:
+	case LOOP_GET_STATUS64:
+	case LOOP_CONFIGURE:
+	case LOOPMQ_SET_MODE:
+	case LOOPMQ_GET_MODE:
+	case LOOPMQ_GET_STATS:
+		arg = (unsigned long)compat_ptr(arg);
+		fallthrough;
+	default:
+		return loopmq_ioctl(bdev, mode, cmd, arg);
+	}
+}
+#endif
