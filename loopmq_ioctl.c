@@ -16,55 +16,72 @@
 #include "loopmq.h"
 #include "loopmq_compat.h"
 
-/* The legacy struct loop_info, converted to and from loop_info64. */
+/*
+ * The legacy struct loop_info, converted to and from loop_info64.  Both
+ * take a kernel copy: the native ioctl and the 32-bit one fill it from
+ * their own layout.
+ */
 static int loopmq_set_status_old(struct loopmq_device *lo,
-				 const struct loop_info __user *arg)
+				 const struct loop_info *info)
 {
-	struct loop_info info;
 	struct loop_info64 info64 = { };
 
-	if (copy_from_user(&info, arg, sizeof(info)))
-		return -EFAULT;
-	info64.lo_number = info.lo_number;
-	info64.lo_device = info.lo_device;
-	info64.lo_inode = info.lo_inode;
-	info64.lo_rdevice = info.lo_rdevice;
-	info64.lo_offset = info.lo_offset;
-	info64.lo_encrypt_type = info.lo_encrypt_type;
-	info64.lo_encrypt_key_size = info.lo_encrypt_key_size;
-	info64.lo_flags = info.lo_flags;
-	memcpy(info64.lo_file_name, info.lo_name, LO_NAME_SIZE);
+	info64.lo_number = info->lo_number;
+	info64.lo_device = info->lo_device;
+	info64.lo_inode = info->lo_inode;
+	info64.lo_rdevice = info->lo_rdevice;
+	info64.lo_offset = info->lo_offset;
+	info64.lo_encrypt_type = info->lo_encrypt_type;
+	info64.lo_encrypt_key_size = info->lo_encrypt_key_size;
+	info64.lo_flags = info->lo_flags;
+	memcpy(info64.lo_file_name, info->lo_name, LO_NAME_SIZE);
 	return loopmq_set_status(lo, &info64);
 }
 
 static int loopmq_get_status_old(struct loopmq_device *lo,
-				 struct loop_info __user *arg)
+				 struct loop_info *info)
 {
 	struct loop_info64 info64;
-	struct loop_info info = { };
 	int err;
 
-	if (!arg)
-		return -EINVAL;
 	err = loopmq_get_status(lo, &info64);
 	if (err)
 		return err;
-	info.lo_number = info64.lo_number;
-	info.lo_device = info64.lo_device;
-	info.lo_inode = info64.lo_inode;
-	info.lo_rdevice = info64.lo_rdevice;
-	info.lo_offset = info64.lo_offset;
-	info.lo_flags = info64.lo_flags;
-	memcpy(info.lo_name, info64.lo_file_name, LO_NAME_SIZE);
+	memset(info, 0, sizeof(*info));
+	info->lo_number = info64.lo_number;
+	info->lo_device = info64.lo_device;
+	info->lo_inode = info64.lo_inode;
+	info->lo_rdevice = info64.lo_rdevice;
+	info->lo_offset = info64.lo_offset;
+	info->lo_flags = info64.lo_flags;
+	memcpy(info->lo_name, info64.lo_file_name, LO_NAME_SIZE);
 	/* Refuse to truncate silently. */
-	if (info.lo_device != info64.lo_device ||
-	    info.lo_rdevice != info64.lo_rdevice ||
-	    info.lo_inode != info64.lo_inode ||
-	    info.lo_offset != info64.lo_offset)
+	if (info->lo_device != info64.lo_device ||
+	    info->lo_rdevice != info64.lo_rdevice ||
+	    info->lo_inode != info64.lo_inode ||
+	    info->lo_offset != info64.lo_offset)
 		return -EOVERFLOW;
-	if (copy_to_user(arg, &info, sizeof(info)))
-		return -EFAULT;
 	return 0;
+}
+
+static noinline_for_stack int
+loopmq_ioctl_status_old(struct loopmq_device *lo, unsigned int cmd,
+			void __user *argp)
+{
+	struct loop_info info;
+	int err;
+
+	if (cmd == LOOP_SET_STATUS) {
+		if (copy_from_user(&info, argp, sizeof(info)))
+			return -EFAULT;
+		return loopmq_set_status_old(lo, &info);
+	}
+	if (!argp)
+		return -EINVAL;
+	err = loopmq_get_status_old(lo, &info);
+	if (!err && copy_to_user(argp, &info, sizeof(info)))
+		err = -EFAULT;
+	return err;
 }
 
 static int loopmq_ioctl_mode(struct loopmq_device *lo, unsigned int cmd,
@@ -155,9 +172,9 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 	case LOOP_SET_STATUS:
 		if (!may_write)
 			return -EPERM;
-		return loopmq_set_status_old(lo, argp);
+		fallthrough;
 	case LOOP_GET_STATUS:
-		return loopmq_get_status_old(lo, argp);
+		return loopmq_ioctl_status_old(lo, cmd, argp);
 	case LOOP_SET_STATUS64:
 		if (!may_write)
 			return -EPERM;
@@ -197,18 +214,89 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 
 #ifdef CONFIG_COMPAT
 /*
+ * struct loop_info as a 32-bit program lays it out: long is 32 bits there,
+ * and so is the old dev_t on most architectures (16 on x86).
+ */
+struct loopmq_loop_info32 {
+	compat_int_t	lo_number;
+	compat_dev_t	lo_device;
+	compat_ulong_t	lo_inode;
+	compat_dev_t	lo_rdevice;
+	compat_int_t	lo_offset;
+	compat_int_t	lo_encrypt_type;
+	compat_int_t	lo_encrypt_key_size;
+	compat_int_t	lo_flags;
+	char		lo_name[LO_NAME_SIZE];
+	unsigned char	lo_encrypt_key[LO_KEY_SIZE];
+	compat_ulong_t	lo_init[2];
+	char		reserved[4];
+};
+
+/*
+ * The legacy calls from a 32-bit program: its struct widened to the native
+ * one, or the native answer narrowed to it, with EOVERFLOW for a device
+ * number or inode that does not fit, as for the native call's offset.
+ */
+static noinline_for_stack int
+loopmq_compat_status_old(struct loopmq_device *lo, unsigned int cmd,
+			 struct loopmq_loop_info32 __user *argp)
+{
+	struct loopmq_loop_info32 info32;
+	struct loop_info info;
+	int err;
+
+	if (cmd == LOOP_SET_STATUS) {
+		if (copy_from_user(&info32, argp, sizeof(info32)))
+			return -EFAULT;
+		memset(&info, 0, sizeof(info));
+		info.lo_number = info32.lo_number;
+		info.lo_device = info32.lo_device;
+		info.lo_inode = info32.lo_inode;
+		info.lo_rdevice = info32.lo_rdevice;
+		info.lo_offset = info32.lo_offset;
+		info.lo_encrypt_type = info32.lo_encrypt_type;
+		info.lo_encrypt_key_size = info32.lo_encrypt_key_size;
+		info.lo_flags = info32.lo_flags;
+		memcpy(info.lo_name, info32.lo_name, LO_NAME_SIZE);
+		return loopmq_set_status_old(lo, &info);
+	}
+	if (!argp)
+		return -EINVAL;
+	err = loopmq_get_status_old(lo, &info);
+	if (err)
+		return err;
+	memset(&info32, 0, sizeof(info32));
+	info32.lo_number = info.lo_number;
+	info32.lo_device = info.lo_device;
+	info32.lo_inode = info.lo_inode;
+	info32.lo_rdevice = info.lo_rdevice;
+	info32.lo_offset = info.lo_offset;
+	info32.lo_flags = info.lo_flags;
+	memcpy(info32.lo_name, info.lo_name, LO_NAME_SIZE);
+	if (info32.lo_device != info.lo_device ||
+	    info32.lo_rdevice != info.lo_rdevice ||
+	    info32.lo_inode != info.lo_inode)
+		return -EOVERFLOW;
+	return copy_to_user(argp, &info32, sizeof(info32)) ? -EFAULT : 0;
+}
+
+/*
  * 32-bit callers: every structure but the legacy struct loop_info has the
- * same layout, so only pointers need converting.  The legacy calls are
- * refused rather than misread.
+ * same layout, so only pointers need converting.
  */
 int loopmq_compat_ioctl(struct block_device *bdev,
 			blk_mode_t mode, unsigned int cmd,
 			unsigned long arg)
 {
+	struct loopmq_device *lo = bdev->bd_disk->private_data;
+
 	switch (cmd) {
 	case LOOP_SET_STATUS:
+		if (!(mode & BLK_OPEN_WRITE) && !capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		fallthrough;
 	case LOOP_GET_STATUS:
-		return -ENOIOCTLCMD;
+		return loopmq_compat_status_old(lo, cmd, compat_ptr(arg));
 	case LOOP_SET_STATUS64:
 	case LOOP_GET_STATUS64:
 	case LOOP_CONFIGURE:
