@@ -85,6 +85,7 @@ struct loopmq_limits {
 	unsigned int	max_write_zeroes_sectors;
 	bool		write_cache;
 	bool		fua;
+	bool		rotational;	/* as the backing's device */
 };
 
 /*
@@ -115,6 +116,8 @@ static inline void loopmq_to_queue_limits(struct queue_limits *lim,
 		lim->features |= BLK_FEAT_WRITE_CACHE;
 	if (l->fua)
 		lim->features |= BLK_FEAT_FUA;
+	if (l->rotational)
+		lim->features |= BLK_FEAT_ROTATIONAL;
 }
 
 static inline struct gendisk *loopmq_alloc_disk(struct blk_mq_tag_set *set,
@@ -147,7 +150,10 @@ static inline int loopmq_queue_set_limits(struct request_queue *q,
 	blk_queue_max_discard_sectors(q, l->max_discard_sectors);
 	blk_queue_max_write_zeroes_sectors(q, l->max_write_zeroes_sectors);
 	blk_queue_write_cache(q, l->write_cache, l->fua);
-	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+	if (l->rotational)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
 	return 0;
 }
 

@@ -285,6 +285,16 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 	l->write_cache = !ro && file->f_op->fsync;
 	l->fua = l->write_cache;
 	/*
+	 * Rotational if the device under the backing is: the block device
+	 * itself, or the one its file system lives on; a file system without
+	 * one (tmpfs, NFS) is taken as non-rotational, as the stock driver
+	 * does.
+	 */
+	if (S_ISBLK(inode->i_mode))
+		l->rotational = !bdev_nonrot(I_BDEV(inode));
+	else if (inode->i_sb->s_bdev)
+		l->rotational = !bdev_nonrot(inode->i_sb->s_bdev);
+	/*
 	 * Discard stays advertised on a read-only device, as with the stock
 	 * driver: the block layer then refuses it with EPERM.
 	 */
