@@ -156,6 +156,11 @@ module_param_named(nowait_adaptive, loopmq_nowait_adaptive, bool, 0644);
 MODULE_PARM_DESC(nowait_adaptive,
 		 "While most recent IOCB_NOWAIT writes answered EAGAIN, do not try: send writes to the kthread (auto: run them blocking when allowed). Default: Y");
 
+static bool loopmq_dio_default;
+module_param_named(dio_default, loopmq_dio_default, bool, 0644);
+MODULE_PARM_DESC(dio_default,
+		 "Attach with direct I/O wherever the backing's alignment allows it at the device's block size and offset, buffered elsewhere, as if LO_FLAGS_DIRECT_IO were asked for; never changes the block size. Default: N (as the stock driver)");
+
 bool loopmq_fault_drop_flush;
 module_param_named(fault_drop_flush, loopmq_fault_drop_flush, bool, 0444);
 MODULE_PARM_DESC(fault_drop_flush,
@@ -576,9 +581,14 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 		lo->lo_flags |= LO_FLAGS_READ_ONLY;
 	if (loopmq_part_shift)
 		lo->lo_flags |= LO_FLAGS_PARTSCAN;
-	/* An O_DIRECT fd asks for direct I/O, as with the stock driver. */
+	/*
+	 * An O_DIRECT fd asks for direct I/O, as with the stock driver, and
+	 * so does dio_default; loopmq_update_backing() uses it only where
+	 * the backing allows.
+	 */
 	lo->want_dio = (lo->lo_flags & LO_FLAGS_DIRECT_IO) ||
-		       (file->f_flags & O_DIRECT);
+		       (file->f_flags & O_DIRECT) ||
+		       READ_ONCE(loopmq_dio_default);
 	lo->discard_off = false;
 
 	dev_set_uevent_suppress(disk_to_dev(lo->disk), 1);

@@ -20,7 +20,7 @@ BAD=(mode=bogus mode= mode=DIRECT mode=direct,aio nr_devices=-1 nr_devices=1025
 	hw_queue_depth=0 hw_queue_depth=4097 hw_queue_depth=-1 hw_queue_depth=
 	nr_hw_queues=-1 nr_hw_queues=1025 nr_hw_queues=abc stack_reserve=100
 	stack_reserve=1023 stack_reserve=abc stack_reserve=99999999999 nr_devices=4294967296
-	nowait_adaptive=2 nowait_adaptive=abc stack_probe=maybe)
+	nowait_adaptive=2 nowait_adaptive=abc stack_probe=maybe dio_default=2)
 for p in "${BAD[@]}"; do
 	if modprobe $LMQ_MOD "$p" 2>/dev/null; then
 		fail "modprobe $LMQ_MOD $p succeeded"
@@ -35,7 +35,7 @@ done
 GOOD=("nr_devices=0" "nr_devices=1024 max_part=255" "hw_queue_depth=1"
 	"hw_queue_depth=4096 nr_hw_queues=1" "nr_hw_queues=64" "stack_reserve=1024"
 	"mode=kthread" "mode=aio nr_devices=2" "mode=direct max_part=15"
-	"nowait_adaptive=N stack_probe=Y" "nowait_adaptive=Y stack_probe=N")
+	"nowait_adaptive=N stack_probe=Y" "nowait_adaptive=Y stack_probe=N dio_default=Y")
 for g in "${GOOD[@]}"; do
 	if ! modprobe $LMQ_MOD $g; then fail "modprobe $LMQ_MOD $g"; continue; fi
 	bad=
