@@ -10,6 +10,7 @@
 #   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #   WORKLOADS  space-separated workload names (see wl_args)
+#   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
 #   RUNTIME    seconds per measured run;  WARMUP  seconds of the discarded warm-up run
 #   REPS       measured runs per cell;    CELL0   number of cells before this group
 #   NCELLS     cells in the whole bench;  SIZE_MB I/O region / image file size
@@ -46,23 +47,15 @@ record_missing() {	# target mode workload reason
 		  workload:$w, rep:0, ok:false, error:$why, timing:$timing}' >>"$RUNS"
 }
 
+# fio options of workload $1: the ones every workload shares, then its own
+# from WORKLOAD_OPTS (bench/workloads' names and options).
 wl_args() {
 	local common="--direct=1 --time_based --size=${SIZE_MB}M --randrepeat=1 --norandommap"
-	case $1 in
-	randwrite-512-sync-qd1)
-		echo "$common --rw=randwrite --bs=512 --ioengine=sync --iodepth=1 --numjobs=1";;
-	randread-4k-libaio-qd32)
-		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
-	randwrite-4k-libaio-qd32)
-		echo "$common --rw=randwrite --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
-	randread-4k-libaio-4j-qd64)
-		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
-	randread-256k-libaio-4j-qd64)
-		echo "$common --rw=randread --bs=256k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
-	randread-4k-psync-qd1)
-		echo "$common --rw=randread --bs=4k --ioengine=psync --iodepth=1 --numjobs=1";;
-	*)	return 1;;
-	esac
+	local n o
+	while IFS='|' read -r n o; do
+		[ "$n" = "$1" ] && { echo "$common $o"; return 0; }
+	done <<<"$WORKLOAD_OPTS"
+	return 1
 }
 
 # PIDs of the loopmq kthreads (any task whose name mentions loopmq).
