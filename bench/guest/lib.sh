@@ -172,10 +172,15 @@ run_target() {	# target mode dev
 		id=$(printf '%s-%03d' "$KLABEL" "$((CELL + i))")
 		printf '%s\n' "cell $((CELL + i))/$NCELLS: $KLABEL $target${mode:+/$mode} on $BACKING, $w" \
 			>"/tmp/bench-msg-$((CELL + i))"
-		printf '{"id":"%s","fio":"%s","tag":"w%d-","kernel":"%s","krel":"%s","target":"%s","mode":"%s","backing":"%s","raw":"%s","workload":"%s","device":"%s","scheduler":"%s","loop_dio":"%s","kthread_names":"%s","timing":"%s","runtime_s":%s,"warmup_s":%s,"reps":%s}\n' \
-			"$id" "$tid" "$i" "$KLABEL" "$KREL" "$target" "$mode" "$BACKING" "$RAW" "$w" \
-			"$dev" "$sched" "$dio" "${kn% }" "$TIMING" "$RUNTIME" "$WARMUP" "$REPS" \
-			>"$OUT/cells/$id.meta"
+		jq -cn --arg id "$id" --arg fio "$tid" --arg tag "w$i-" --arg k "$KLABEL" \
+			--arg kr "$KREL" --arg t "$target" --arg m "$mode" --arg b "$BACKING" \
+			--arg raw "$RAW" --arg w "$w" --arg dev "$dev" --arg sched "$sched" \
+			--arg dio "$dio" --arg kn "${kn% }" --arg timing "$TIMING" \
+			--argjson runtime "$RUNTIME" --argjson warmup "$WARMUP" --argjson reps "$REPS" \
+			'{id:$id, fio:$fio, tag:$tag, kernel:$k, krel:$kr, target:$t, mode:$m,
+			  backing:$b, raw:$raw, workload:$w, device:$dev, scheduler:$sched,
+			  loop_dio:$dio, kthread_names:$kn, timing:$timing, runtime_s:$runtime,
+			  warmup_s:$warmup, reps:$reps}' >"$OUT/cells/$id.meta"
 	done
 	fio --output-format=json --output="$OUT/cells/$tid.json" "$OUT/cells/$tid.fio" \
 		>/dev/null 2>"$OUT/cells/$tid.err"
