@@ -5,6 +5,10 @@
 # not run: one JSON line each in /out/bench/missing.jsonl), which
 # bench/report.py reads.  bench/run concatenates a generated header (the
 # variables below) with this file into one self-contained script per group.
+# The experiments (bench/experiments/) source it for its setup helpers
+# (setup_raw, prefill, nullb_new, dm_linear_up, loop_up, teardown ...):
+# tests/vm/run puts it at /bench/guest/lib.sh in the guest.  Sourcing it
+# only defines variables and functions; main() runs the group.
 #
 # Header variables:
 #   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
@@ -20,11 +24,9 @@
 OUT=/out/bench
 RUNS=$OUT/missing.jsonl	# cells that could not run, with the reason
 LOG=$OUT/guest.log
-mkdir -p "$OUT"
-: >>"$RUNS"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-CELL=$CELL0
+CELL=${CELL0:-0}
 T_START=$(date +%s)
 KREL=$(uname -r)
 NULLB_CFG=/sys/kernel/config/nullb
@@ -36,7 +38,10 @@ RAW=""			# raw backing kind under a file: ram
 LOOPMQ_DEV=""
 LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
 
-log() { echo "bench[$GROUP]: $*" | tee -a "$LOG" >&2; }
+log() {	# to stderr, and to guest.log once main() made $OUT
+	echo "bench[${GROUP:-}]: $*" >&2
+	[ -d "$OUT" ] && echo "bench[${GROUP:-}]: $*" >>"$LOG"
+}
 
 # One JSON line for a cell that could not run.  Never invent numbers.
 record_missing() {	# target mode workload reason
@@ -383,6 +388,8 @@ teardown() {
 
 main() {
 	local ok=1
+	mkdir -p "$OUT"
+	: >>"$RUNS"
 	write_snap_helper
 	log "group $GROUP on $(uname -r), targets: $TARGETS; workloads: $WORKLOADS"
 	local free
