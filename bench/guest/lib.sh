@@ -209,8 +209,8 @@ skip_target() {	# target mode reason
 prefill() {	# dev-or-file : write the whole I/O region once, sequentially
 	fio --name=prefill --filename="$1" --rw=write --bs=1M --ioengine=libaio \
 		--iodepth=8 --direct=1 --size="${SIZE_MB}M" --end_fsync=1 \
-		--output-format=terse >/dev/null 2>"$OUT/fio.err" ||
-		{ log "prefill of $1 failed: $(cat "$OUT/fio.err")"; return 1; }
+		--output-format=terse >/dev/null 2>/tmp/bench-prefill.err ||
+		{ log "prefill of $1 failed: $(cat /tmp/bench-prefill.err)"; return 1; }
 }
 
 # ---- backings ---------------------------------------------------------------
