@@ -10,6 +10,7 @@
 exec 2>&1
 # null_blk: blk-mq, no memory backing, completions inline, 4 GiB, 512 B blocks
 GROUP=buffer-memory
+# shellcheck source=bench/guest/lib.sh
 . /bench/guest/lib.sh
 setup_nullb_module && D=$(nullb_new bufmem 0 0 0 4096) && udev_wait "$D" || exit 1
 : >/tmp/bufmem.iops

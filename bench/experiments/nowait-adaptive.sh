@@ -12,6 +12,7 @@
 # guest's environment swaps the order of each pair).
 exec 2>&1
 GROUP=nowait-adaptive RAW_MB=640
+# shellcheck source=bench/guest/lib.sh
 . /bench/guest/lib.sh
 setup_raw ram || exit 1
 mkfs.ext4 -q -F "$RAWDEV" && mkdir -p /mnt/na && mount "$RAWDEV" /mnt/na || exit 1

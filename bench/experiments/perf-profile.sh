@@ -15,6 +15,7 @@ echo -1 >/proc/sys/kernel/perf_event_paranoid
 # buffered fill leaves the backing's page cache populated and every loop
 # write then pays for invalidating it (a separate experiment).
 GROUP=perf-profile RAW_MB=256 SIZE_MB=200
+# shellcheck source=bench/guest/lib.sh
 . /bench/guest/lib.sh
 setup_raw ram && prefill "$RAWDEV" || exit 1
 DM=$(dm_linear_up "$RAWDEV") || exit 1
@@ -22,7 +23,7 @@ modprobe loopmq nr_devices=1 ${LMQ_ARGS:-} || exit 1
 losetup --direct-io=on /dev/loopmq0 "$RAWDEV" || exit 1
 echo direct >/sys/block/loopmq0/loopmq/mode
 LOOP=$(loop_up "$RAWDEV" on) || exit 1
-for d in loopmq0 $(basename $LOOP) $(basename $(readlink -f $DM)); do echo none >/sys/block/$d/queue/scheduler 2>/dev/null; done
+for d in loopmq0 "$(basename "$LOOP")" "$(basename "$(readlink -f "$DM")")"; do echo none >/sys/block/$d/queue/scheduler 2>/dev/null; done
 mkdir -p /out
 prof() {	# name dev rw bs
 	local n=$1 d=$2

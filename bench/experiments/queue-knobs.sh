@@ -8,6 +8,7 @@
 exec 2>&1
 # brd of 256 MiB, its first 200 MiB written, dm-linear over all of it
 GROUP=queue-knobs RAW_MB=256 SIZE_MB=200
+# shellcheck source=bench/guest/lib.sh
 . /bench/guest/lib.sh
 setup_raw ram && prefill "$RAWDEV" || exit 1
 dm_linear_up "$RAWDEV" >/dev/null || exit 1

@@ -24,6 +24,7 @@ requires() {
 	require_cmd fio mkfs.ext4 mkfs.xfs dmsetup fstrim
 }
 GROUP=stack-depth
+# shellcheck source=bench/guest/lib.sh
 . /bench/guest/lib.sh	# before guest.sh, whose PATH and set -u then hold
 . /tests/lib/guest.sh
 DM_NAME=lmqlin
