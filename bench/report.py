@@ -20,21 +20,32 @@ import statistics
 import subprocess
 import sys
 
-WORKLOADS = [
-    "randwrite-512-sync-qd1", "randread-4k-libaio-qd32", "randwrite-4k-libaio-qd32",
-    "randread-4k-libaio-4j-qd64", "randread-256k-libaio-4j-qd64", "randread-4k-psync-qd1",
-]
-SHORT = {
-    "randwrite-512-sync-qd1": "512 sync w", "randread-4k-libaio-qd32": "4k r qd32",
-    "randwrite-4k-libaio-qd32": "4k w qd32", "randread-4k-libaio-4j-qd64": "4k r 4jx64",
-    "randread-256k-libaio-4j-qd64": "256k r 4jx64", "randread-4k-psync-qd1": "4k r psync",
-}
-BACKINGS = ["null_blk", "ram", "lat10us", "xfs-file", "ext4-file", "tmpfs-file"]
+BENCH = os.path.dirname(os.path.abspath(__file__))
+
+
+def table(name):
+    """bench/NAME's rows as lists of '|'-separated fields (comments, blank lines dropped)."""
+    rows = []
+    with open(os.path.join(BENCH, name)) as f:
+        for ln in f:
+            ln = ln.split("#", 1)[0].strip()
+            if ln:
+                rows.append([x.strip() for x in ln.split("|")])
+    return rows
+
+
+# Workloads, backings and targets are defined in bench/workloads,
+# bench/backings and bench/targets (bench/run reads them too); their order
+# is the order of rows and chart bars.
+WORKLOADS = [r[0] for r in table("workloads")]
+SHORT = {r[0]: r[1] for r in table("workloads")}
+SINGLE_JOB = {r[0] for r in table("workloads") if "--numjobs=1" in r[3].split()}
+BACKINGS = [r[0] for r in table("backings")]
 
 
 def loopmq_modes():
     """The dispatch modes in the order of include/uapi/loopmq.h (scripts/names.sh)."""
-    names = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "names.sh")
+    names = os.path.join(BENCH, "..", "scripts", "names.sh")
     try:
         r = subprocess.run([names, "modes"], capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
@@ -44,11 +55,20 @@ def loopmq_modes():
     return r.stdout.split()
 
 
+def targets():
+    """(target, mode) pairs in bench/targets' order, loopmq:* in every dispatch mode."""
+    out = []
+    for r in table("targets"):
+        if r[0] == "loopmq:*":
+            out += [("loopmq", m) for m in loopmq_modes()]
+        else:
+            t, _, m = r[0].partition(":")
+            out.append((t, m))
+    return out
+
+
 # The order of rows and chart bars; main() appends targets only the results name.
-TARGETS = [("null_blk", ""), ("backing", ""), ("dm-linear", ""), ("loop", "dio-on"),
-           ("loop", "dio-off")] + [("loopmq", m) for m in loopmq_modes()]
-SINGLE_JOB = {"randwrite-512-sync-qd1", "randread-4k-libaio-qd32",
-              "randwrite-4k-libaio-qd32", "randread-4k-psync-qd1"}
+TARGETS = targets()
 
 
 def key(c):

@@ -8,8 +8,11 @@
 #   tests/vm/run --kernel 6.12 --cpus 1 --icount bench/experiments/buffer-memory.sh
 # The "# label IOPS" lines are in the run's console log.
 exec 2>&1
-modprobe null_blk queue_mode=2 irqmode=0 nr_devices=1 gb=4 bs=512 || exit 1
-D=/dev/nullb0
+# null_blk: blk-mq, no memory backing, completions inline, 4 GiB, 512 B blocks
+GROUP=buffer-memory
+# shellcheck source=bench/guest/lib.sh
+. /bench/guest/lib.sh
+setup_nullb_module && D=$(nullb_new bufmem 0 0 0 4096) && udev_wait "$D" || exit 1
 : >/tmp/bufmem.iops
 run() {	# label [fio args]
 	fio --name="$1" --filename=$D --rw=randread --bs=256k --ioengine=libaio \
@@ -28,7 +31,7 @@ for i in 1 2 3; do run "thp-never-shmhuge" --mem=shmhuge; done
 echo always >/sys/kernel/mm/transparent_hugepage/enabled
 for i in 1 2 3; do run "thp-always-shmhuge" --mem=shmhuge; done
 echo 0 >/proc/sys/vm/nr_hugepages
-rmmod null_blk
+teardown
 # every fio above printed its line; a failed one printed nothing
 n=$(grep -c ' [0-9][0-9]*$' /tmp/bufmem.iops)
 if [ "$n" = 12 ]; then echo "ok 1 12 runs measured"; echo "1 passed, 0 failed"

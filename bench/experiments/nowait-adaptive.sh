@@ -11,8 +11,11 @@
 # and read the "# cell ..." lines in the console log (ORDER="1 0" in the
 # guest's environment swaps the order of each pair).
 exec 2>&1
-modprobe brd rd_nr=1 rd_size=$((640 * 1024)) max_part=0 || exit 1
-mkfs.ext4 -q -F /dev/ram0 && mkdir -p /mnt/na && mount /dev/ram0 /mnt/na || exit 1
+GROUP=nowait-adaptive RAW_MB=640
+# shellcheck source=bench/guest/lib.sh
+. /bench/guest/lib.sh
+setup_raw ram || exit 1
+mkfs.ext4 -q -F "$RAWDEV" && mkdir -p /mnt/na && mount "$RAWDEV" /mnt/na || exit 1
 modprobe loopmq nr_devices=1 || exit 1
 S=/sys/block/loopmq0
 P=/sys/module/loopmq/parameters/nowait_adaptive
@@ -44,6 +47,6 @@ for img in sparse written; do
 	done
 done
 echo Y >$P
-umount /mnt/na; rmmod loopmq brd
+umount /mnt/na; teardown
 if [ $n = 16 ]; then echo "ok 1 16 cells measured"; echo "1 passed, 0 failed"
 else echo "not ok 1 16 cells measured (got $n)"; echo "0 passed, 1 failed"; exit 1; fi

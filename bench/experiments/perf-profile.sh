@@ -11,19 +11,19 @@
 exec 2>&1
 echo 0 >/proc/sys/kernel/kptr_restrict
 echo -1 >/proc/sys/kernel/perf_event_paranoid
-modprobe brd rd_nr=1 rd_size=262144 max_part=0 || exit 1
-# O_DIRECT fill: a buffered one leaves the backing's page cache populated and
-# every loop write then pays for invalidating it (a separate experiment).
-fio --name=pf --filename=/dev/ram0 --rw=write --bs=1M --direct=1 --size=200M \
-	--output-format=terse >/dev/null
-echo "0 $((256 * 2048)) linear /dev/ram0 0" >/tmp/tbl
-dmsetup --noudevsync --verifyudev create lin /tmp/tbl; dmsetup --noudevsync mknodes lin
-DM=/dev/mapper/lin; [ -b $DM ] || DM=/dev/$(dmsetup info -c --noheadings -o blkdevname lin)
+# brd of 256 MiB, its first 200 MiB written with O_DIRECT (prefill): a
+# buffered fill leaves the backing's page cache populated and every loop
+# write then pays for invalidating it (a separate experiment).
+GROUP=perf-profile RAW_MB=256 SIZE_MB=200
+# shellcheck source=bench/guest/lib.sh
+. /bench/guest/lib.sh
+setup_raw ram && prefill "$RAWDEV" || exit 1
+DM=$(dm_linear_up "$RAWDEV") || exit 1
 modprobe loopmq nr_devices=1 ${LMQ_ARGS:-} || exit 1
-losetup --direct-io=on /dev/loopmq0 /dev/ram0 || exit 1
+losetup --direct-io=on /dev/loopmq0 "$RAWDEV" || exit 1
 echo direct >/sys/block/loopmq0/loopmq/mode
-modprobe loop max_loop=1; losetup --direct-io=on /dev/loop0 /dev/ram0
-for d in loopmq0 loop0 $(basename $(readlink -f $DM)); do echo none >/sys/block/$d/queue/scheduler 2>/dev/null; done
+LOOP=$(loop_up "$RAWDEV" on) || exit 1
+for d in loopmq0 "$(basename "$LOOP")" "$(basename "$(readlink -f "$DM")")"; do echo none >/sys/block/$d/queue/scheduler 2>/dev/null; done
 mkdir -p /out
 prof() {	# name dev rw bs
 	local n=$1 d=$2
@@ -41,10 +41,9 @@ for w in "w512 randwrite 512" "r4k randread 4k"; do
 	set -- $w
 	prof dm-$1 $DM $2 $3
 	prof lmq-$1 /dev/loopmq0 $2 $3
-	prof loop-$1 /dev/loop0 $2 $3
+	prof loop-$1 $LOOP $2 $3
 done
-losetup -d /dev/loopmq0; losetup -d /dev/loop0; dmsetup --noudevsync remove lin
-rmmod loopmq loop; rmmod brd
+teardown
 n=$(ls /out/*.sym.txt 2>/dev/null | wc -l)
 if [ "$n" = 6 ]; then echo "ok 1 six profiles in /out"; echo "1 passed, 0 failed"
 else echo "not ok 1 six profiles in /out (got $n)"; echo "0 passed, 1 failed"; exit 1; fi

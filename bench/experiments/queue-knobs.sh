@@ -6,13 +6,15 @@
 #   tests/vm/run --kernel 6.12 --cpus 1 --icount bench/experiments/queue-knobs.sh
 # The "# label IOPS" lines are in the run's console log.
 exec 2>&1
-modprobe brd rd_nr=1 rd_size=262144 max_part=0 || exit 1
-fio --name=pf --filename=/dev/ram0 --rw=write --bs=1M --direct=1 --size=200M --output-format=terse >/dev/null
-echo "0 $((256 * 2048)) linear /dev/ram0 0" >/tmp/tbl
-dmsetup --noudevsync --verifyudev create lin /tmp/tbl; dmsetup --noudevsync mknodes lin
-DM=/dev/$(dmsetup info -c --noheadings -o blkdevname lin)
+# brd of 256 MiB, its first 200 MiB written, dm-linear over all of it
+GROUP=queue-knobs RAW_MB=256 SIZE_MB=200
+# shellcheck source=bench/guest/lib.sh
+. /bench/guest/lib.sh
+setup_raw ram && prefill "$RAWDEV" || exit 1
+dm_linear_up "$RAWDEV" >/dev/null || exit 1
+DM=/dev/$(dmsetup info -c --noheadings -o blkdevname $DM_NAME)
 modprobe loopmq nr_devices=1 ${LMQ_ARGS:-} || exit 1
-losetup --direct-io=on /dev/loopmq0 /dev/ram0 || exit 1
+losetup --direct-io=on /dev/loopmq0 "$RAWDEV" || exit 1
 echo direct >/sys/block/loopmq0/loopmq/mode
 Q=/sys/block/loopmq0/queue
 for f in scheduler wbt_lat_usec iostats add_random nomerges rq_affinity io_poll; do echo "# loopmq0 $f: $(cat $Q/$f 2>&1)"; done
@@ -36,7 +38,7 @@ for w in "w512 randwrite 512" "r4k randread 4k"; do
 	echo 0 >/sys/block/ram0/queue/iostats; run lmq-nowbt-ramnoio-$1 /dev/loopmq0 $2 $3; run dm-ramnoio-$1 $DM $2 $3
 	echo 1 >/sys/block/ram0/queue/iostats
 done
-losetup -d /dev/loopmq0; dmsetup --noudevsync remove lin; rmmod loopmq brd
+teardown
 # every fio above printed its line; a failed one printed nothing
 n=$(grep -c . /tmp/knobs.iops 2>/dev/null)
 if [ "$n" = 16 ]; then echo "ok 1 16 cells measured"; echo "1 passed, 0 failed"

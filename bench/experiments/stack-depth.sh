@@ -23,7 +23,11 @@ requires() {
 	grep -q ' kasan_report$' /proc/kallsyms && skip_all "no stack probe on KASAN kernels"
 	require_cmd fio mkfs.ext4 mkfs.xfs dmsetup fstrim
 }
+GROUP=stack-depth
+# shellcheck source=bench/guest/lib.sh
+. /bench/guest/lib.sh	# before guest.sh, whose PATH and set -u then hold
 . /tests/lib/guest.sh
+DM_NAME=lmqlin
 exec 2>&1
 
 K=$(uname -r | cut -d. -f1,2)
@@ -241,20 +245,18 @@ fi
 if want d; then
 t1=$SECONDS
 mnt xfs /dev/vda /mnt/lo && truncate -s 512M /mnt/lo/img &&
-	modprobe loop && losetup --direct-io=on /dev/loop0 /mnt/lo/img &&
-	losetup /dev/loopmq0 /dev/loop0 && mnt ext4 /dev/loopmq0 /mnt/up ||
+	LOOP=$(loop_up /mnt/lo/img on) &&
+	losetup /dev/loopmq0 "$LOOP" && mnt ext4 /dev/loopmq0 /mnt/up ||
 	fail "d:loop: setup"
 sweep "d:ext4/lmq/loop0/xfs" /mnt/up
-umount_all /mnt/up; losetup -d /dev/loopmq0; losetup -d /dev/loop0
+umount_all /mnt/up; losetup -d /dev/loopmq0; losetup -d "$LOOP"
 umount_all /mnt/lo
-echo "0 $(blockdev --getsz /dev/vda) linear /dev/vda 0" >/tmp/lin.tbl
-dmsetup --noudevsync --verifyudev create lmqlin /tmp/lin.tbl &&
-	dmsetup --noudevsync mknodes lmqlin &&
-	losetup /dev/loopmq0 /dev/mapper/lmqlin && mnt xfs /dev/loopmq0 /mnt/up ||
+DM=$(dm_linear_up /dev/vda) &&
+	losetup /dev/loopmq0 "$DM" && mnt xfs /dev/loopmq0 /mnt/up ||
 	fail "d:dm: setup"
 sweep "d:xfs/lmq/dm-linear" /mnt/up
 umount_all /mnt/up; losetup -d /dev/loopmq0
-dmsetup --noudevsync remove lmqlin
+dm_linear_down
 diag "part d: $((SECONDS - t1)) s"
 fi
 

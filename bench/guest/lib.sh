@@ -5,11 +5,16 @@
 # not run: one JSON line each in /out/bench/missing.jsonl), which
 # bench/report.py reads.  bench/run concatenates a generated header (the
 # variables below) with this file into one self-contained script per group.
+# The experiments (bench/experiments/) source it for its setup helpers
+# (setup_raw, prefill, nullb_new, dm_linear_up, loop_up, teardown ...):
+# tests/vm/run puts it at /bench/guest/lib.sh in the guest.  Sourcing it
+# only defines variables and functions; main() runs the group.
 #
 # Header variables:
 #   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #   WORKLOADS  space-separated workload names (see wl_args)
+#   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
 #   RUNTIME    seconds per measured run;  WARMUP  seconds of the discarded warm-up run
 #   REPS       measured runs per cell;    CELL0   number of cells before this group
 #   NCELLS     cells in the whole bench;  SIZE_MB I/O region / image file size
@@ -19,11 +24,9 @@
 OUT=/out/bench
 RUNS=$OUT/missing.jsonl	# cells that could not run, with the reason
 LOG=$OUT/guest.log
-mkdir -p "$OUT"
-: >>"$RUNS"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-CELL=$CELL0
+CELL=${CELL0:-0}
 T_START=$(date +%s)
 KREL=$(uname -r)
 NULLB_CFG=/sys/kernel/config/nullb
@@ -35,7 +38,10 @@ RAW=""			# raw backing kind under a file: ram
 LOOPMQ_DEV=""
 LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
 
-log() { echo "bench[$GROUP]: $*" | tee -a "$LOG" >&2; }
+log() {	# to stderr, and to guest.log once main() made $OUT
+	echo "bench[${GROUP:-}]: $*" >&2
+	[ -d "$OUT" ] && echo "bench[${GROUP:-}]: $*" >>"$LOG"
+}
 
 # One JSON line for a cell that could not run.  Never invent numbers.
 record_missing() {	# target mode workload reason
@@ -46,23 +52,15 @@ record_missing() {	# target mode workload reason
 		  workload:$w, rep:0, ok:false, error:$why, timing:$timing}' >>"$RUNS"
 }
 
+# fio options of workload $1: the ones every workload shares, then its own
+# from WORKLOAD_OPTS (bench/workloads' names and options).
 wl_args() {
 	local common="--direct=1 --time_based --size=${SIZE_MB}M --randrepeat=1 --norandommap"
-	case $1 in
-	randwrite-512-sync-qd1)
-		echo "$common --rw=randwrite --bs=512 --ioengine=sync --iodepth=1 --numjobs=1";;
-	randread-4k-libaio-qd32)
-		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
-	randwrite-4k-libaio-qd32)
-		echo "$common --rw=randwrite --bs=4k --ioengine=libaio --iodepth=32 --numjobs=1";;
-	randread-4k-libaio-4j-qd64)
-		echo "$common --rw=randread --bs=4k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
-	randread-256k-libaio-4j-qd64)
-		echo "$common --rw=randread --bs=256k --ioengine=libaio --iodepth=64 --numjobs=4 --group_reporting";;
-	randread-4k-psync-qd1)
-		echo "$common --rw=randread --bs=4k --ioengine=psync --iodepth=1 --numjobs=1";;
-	*)	return 1;;
-	esac
+	local n o
+	while IFS='|' read -r n o; do
+		[ "$n" = "$1" ] && { echo "$common $o"; return 0; }
+	done <<<"$WORKLOAD_OPTS"
+	return 1
 }
 
 # PIDs of the loopmq kthreads (any task whose name mentions loopmq).
@@ -179,10 +177,15 @@ run_target() {	# target mode dev
 		id=$(printf '%s-%03d' "$KLABEL" "$((CELL + i))")
 		printf '%s\n' "cell $((CELL + i))/$NCELLS: $KLABEL $target${mode:+/$mode} on $BACKING, $w" \
 			>"/tmp/bench-msg-$((CELL + i))"
-		printf '{"id":"%s","fio":"%s","tag":"w%d-","kernel":"%s","krel":"%s","target":"%s","mode":"%s","backing":"%s","raw":"%s","workload":"%s","device":"%s","scheduler":"%s","loop_dio":"%s","kthread_names":"%s","timing":"%s","runtime_s":%s,"warmup_s":%s,"reps":%s}\n' \
-			"$id" "$tid" "$i" "$KLABEL" "$KREL" "$target" "$mode" "$BACKING" "$RAW" "$w" \
-			"$dev" "$sched" "$dio" "${kn% }" "$TIMING" "$RUNTIME" "$WARMUP" "$REPS" \
-			>"$OUT/cells/$id.meta"
+		jq -cn --arg id "$id" --arg fio "$tid" --arg tag "w$i-" --arg k "$KLABEL" \
+			--arg kr "$KREL" --arg t "$target" --arg m "$mode" --arg b "$BACKING" \
+			--arg raw "$RAW" --arg w "$w" --arg dev "$dev" --arg sched "$sched" \
+			--arg dio "$dio" --arg kn "${kn% }" --arg timing "$TIMING" \
+			--argjson runtime "$RUNTIME" --argjson warmup "$WARMUP" --argjson reps "$REPS" \
+			'{id:$id, fio:$fio, tag:$tag, kernel:$k, krel:$kr, target:$t, mode:$m,
+			  backing:$b, raw:$raw, workload:$w, device:$dev, scheduler:$sched,
+			  loop_dio:$dio, kthread_names:$kn, timing:$timing, runtime_s:$runtime,
+			  warmup_s:$warmup, reps:$reps}' >"$OUT/cells/$id.meta"
 	done
 	fio --output-format=json --output="$OUT/cells/$tid.json" "$OUT/cells/$tid.fio" \
 		>/dev/null 2>"$OUT/cells/$tid.err"
@@ -206,8 +209,8 @@ skip_target() {	# target mode reason
 prefill() {	# dev-or-file : write the whole I/O region once, sequentially
 	fio --name=prefill --filename="$1" --rw=write --bs=1M --ioengine=libaio \
 		--iodepth=8 --direct=1 --size="${SIZE_MB}M" --end_fsync=1 \
-		--output-format=terse >/dev/null 2>"$OUT/fio.err" ||
-		{ log "prefill of $1 failed: $(cat "$OUT/fio.err")"; return 1; }
+		--output-format=terse >/dev/null 2>/tmp/bench-prefill.err ||
+		{ log "prefill of $1 failed: $(cat /tmp/bench-prefill.err)"; return 1; }
 }
 
 # ---- backings ---------------------------------------------------------------
@@ -385,6 +388,8 @@ teardown() {
 
 main() {
 	local ok=1
+	mkdir -p "$OUT"
+	: >>"$RUNS"
 	write_snap_helper
 	log "group $GROUP on $(uname -r), targets: $TARGETS; workloads: $WORKLOADS"
 	local free
