@@ -154,12 +154,20 @@ loopmq_ioctl_get_stats(struct loopmq_device *lo, void __user *argp)
 	return copy_to_user(argp, &stats, sizeof(stats)) ? -EFAULT : 0;
 }
 
+/*
+ * May this opener change the device?  Asked only for the commands that do,
+ * as capable() is an audited privilege check, not a plain test.
+ */
+static bool loopmq_may_write(blk_mode_t mode)
+{
+	return (mode & BLK_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
+}
+
 int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 		 unsigned int cmd, unsigned long arg)
 {
 	struct loopmq_device *lo = bdev->bd_disk->private_data;
 	void __user *argp = (void __user *)arg;
-	bool may_write = (mode & BLK_OPEN_WRITE) || capable(CAP_SYS_ADMIN);
 
 	switch (cmd) {
 	case LOOP_SET_FD:
@@ -170,31 +178,31 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 	case LOOP_CLR_FD:
 		return loopmq_clr_fd(lo);
 	case LOOP_SET_STATUS:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		fallthrough;
 	case LOOP_GET_STATUS:
 		return loopmq_ioctl_status_old(lo, cmd, argp);
 	case LOOP_SET_STATUS64:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		fallthrough;
 	case LOOP_GET_STATUS64:
 		return loopmq_ioctl_status64(lo, cmd, argp);
 	case LOOP_SET_BLOCK_SIZE:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		return loopmq_set_block_size(lo, mode, bdev, arg);
 	case LOOP_SET_CAPACITY:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		return loopmq_set_capacity(lo);
 	case LOOP_SET_DIRECT_IO:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		return loopmq_set_dio(lo, arg);
 	case LOOPMQ_SET_MODE:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		fallthrough;
 	case LOOPMQ_GET_MODE:
@@ -202,7 +210,7 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 	case LOOPMQ_GET_STATS:
 		return loopmq_ioctl_get_stats(lo, argp);
 	case LOOPMQ_RESET_STATS:
-		if (!may_write)
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		loopmq_reset_stats(lo);
 		return 0;
@@ -292,7 +300,7 @@ int loopmq_compat_ioctl(struct block_device *bdev,
 
 	switch (cmd) {
 	case LOOP_SET_STATUS:
-		if (!(mode & BLK_OPEN_WRITE) && !capable(CAP_SYS_ADMIN))
+		if (!loopmq_may_write(mode))
 			return -EPERM;
 		fallthrough;
 	case LOOP_GET_STATUS:
