@@ -7,7 +7,7 @@
 # case) and the driver under test must give the same word.
 DESCRIPTION="every documented bad input gets the stock loop driver's errno"
 requires() {
-	require_cmd lmq-ioctl lmq-stats fio
+	require_cmd lmq-ioctl lmq-stats fio setpriv
 }
 . /tests/lib/guest.sh
 
@@ -80,6 +80,22 @@ c_ro_write() {	# write(2) to a read-only device
 	r configure ${P}0 ro:$W/a 1 0 >/dev/null
 	r pwrite ${P}0 0 4096; unbind
 }
+# The changing ioctls from a read-only open: EPERM without CAP_SYS_ADMIN
+# (setpriv drops it from the bounding and inheritable sets), allowed with
+# it; reading the status needs neither.
+noadmin() { setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin -- "$@"; }
+c_ro_changes() {
+	local out=
+	r set-fd ${P}0 $W/a >/dev/null
+	out+=$(word1 "$(noadmin lmq-ioctl -r set-status ${P}0 0 0 0 2>/dev/null)"),
+	out+=$(word1 "$(noadmin lmq-ioctl -r set-status-old ${P}0 0 0 2>/dev/null)"),
+	out+=$(word1 "$(noadmin lmq-ioctl -r set-capacity ${P}0 2>/dev/null)"),
+	out+=$(word1 "$(noadmin lmq-ioctl -r set-dio ${P}0 0 2>/dev/null)"),
+	out+=$(word1 "$(noadmin lmq-ioctl -r set-block-size ${P}0 512 2>/dev/null)"),
+	out+=$(word1 "$(noadmin lmq-ioctl -r get-status ${P}0 2>/dev/null)"),
+	out+=$(r -r set-status ${P}0 0 0 0)
+	echo "$out"; unbind
+}
 
 CASES=(
 	"set_fd_bound EBUSY" "configure_bound EBUSY" "clr_unbound ENXIO"
@@ -93,6 +109,7 @@ CASES=(
 	"ctl_remove_bound EBUSY" "ctl_remove_open EBUSY" "ctl_add_exist EEXIST"
 	"ctl_remove_missing ENODEV" "ctl_remove_neg EINVAL"
 	"ctl_add_remove OK+node,OK,gone=yes" "ro_write EPERM"
+	"ro_changes EPERM,EPERM,EPERM,EPERM,EPERM,OK,OK"
 )
 for c in "${CASES[@]}"; do
 	set -- $c
