@@ -115,10 +115,13 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
 77-backing-cycle 78-lockdep-inline'
 
-# The crash trials, one job per Debian kernel, go to whichever lane is
-# free first: the debug lane when the debug kernel was cached, the other
-# lane when it had to be built.  A job is taken by creating its claim
-# directory, which only one lane can do.
+# The pool: jobs any lane may take once it is free, in this order: the
+# guest suites of the Debian kernels after the first, then the crash
+# trials, one job per Debian kernel (the first carries the negative
+# control).  Three lanes take from it: the self-test lane (free after
+# ~10 minutes: its guests mostly wait), the host lane after its own suite,
+# the debug lane after the debug suite.  A job is taken by creating its
+# claim directory, which only one lane can do.
 pool=()
 crash_job() {	# crash_job K FIRST: K's trials; FIRST adds the control
 	local ctl=--no-control
@@ -126,11 +129,23 @@ crash_job() {	# crash_job K FIRST: K's trials; FIRST adds the control
 	HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
 		tests/crash/run --trials "${CRASH_TRIALS:-16}" --kernel "$1" $ctl
 }
+first_crash=
+job_name() {	# job_name JOB: the step name of a pool job
+	case $1 in
+	guest:*) echo "guest tests on ${1#guest:}";;
+	crash:*) echo "crash consistency on ${1#crash:}";;
+	esac
+}
 pool_run() {	# run each pool job no lane has taken yet
 	local j
 	for j in "${pool[@]}"; do
 		mkdir "$logdir/claim.$j" 2>/dev/null || continue
-		bg "crash consistency on $j" crash_job "$j" "$([ "$j" = "${pool[0]}" ] && echo 1)"
+		case $j in
+		guest:*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
+			bg "$(job_name "$j")" guest_run "${j#guest:}";;
+		crash:*) bg "$(job_name "$j")" crash_job "${j#crash:}" \
+			"$([ "$j" = "$first_crash" ] && echo 1)";;
+		esac
 	done
 }
 
@@ -147,17 +162,26 @@ debug_lane() {	# build the debug kernel, run its guest tests, then the pool
 t0=$(date +%s)
 rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
 rm -rf "$logdir"/claim.*
+# The Debian kernels' suites: the first runs in the host lane, the others
+# go to the pool (not with --quick, which runs them side by side).
+debian=()
+for k in "${kernels[@]}"; do [ "$k" = debug ] || debian+=("$k"); done
+if [ -z "$quick" ]; then
+	for k in "${debian[@]:1}"; do pool+=("guest:$k"); done
+fi
 # crash consistency (tests/crash/run): kill QEMU while loopmq flushes.
 # 16 trials per kernel cover every mode x dio x file system once; the
 # durability of flushes is the power-loss trials' job (80-power-loss).
 if [ -z "$quick" ] && [ -z "$debug_only" ]; then
-	for k in "${kernels[@]}"; do [ "$k" = debug ] || pool+=("$k"); done
+	for k in "${debian[@]}"; do pool+=("crash:$k"); done
+	first_crash=crash:${debian[0]}
 fi
-# Two lanes, one per core: the debug kernel's build and suite start at
-# once in the background; host steps and the Debian kernels' suites run
-# here meanwhile, one guest at a time; the crash trials go to whichever
-# lane is free first (pool_run).  Test timeouts are scaled for the shared
-# cores (HARNESS_TIMEOUT_SCALE, tests/vm/run).
+# Three lanes on two cores (a TCG guest leaves about a quarter of its
+# core idle, waiting for timers and I/O): the debug kernel's build and
+# suite start at once in the background, so do the self-tests; host steps
+# and the first Debian kernel's suite run here meanwhile; every lane then
+# takes what is left in the pool (pool_run).  Test timeouts are scaled for
+# the shared cores (HARNESS_TIMEOUT_SCALE, tests/vm/run).
 want_debug=
 for k in "${kernels[@]}"; do [ "$k" = debug ] && want_debug=1; done
 debug_pid=
@@ -187,6 +211,7 @@ selftest_lane() {
 	for s in tests/selftest/[0-9]*.sh; do
 		[ -f "$s" ] && bg "selftest $(basename "$s" .sh)" "$s"
 	done
+	pool_run
 }
 selftest_pid=
 if [ -n "$selftest" ] && [ -z "$debug_only" ]; then
@@ -207,10 +232,10 @@ if [ -n "$quick" ] && [ "$nk" -gt 1 ]; then
 else
 	scale=1
 	[ -n "$debug_pid" ] && scale=3
-	for k in "${kernels[@]}"; do
-		[ "$k" = debug ] && continue
-		HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-$scale} step "guest tests on $k" guest_run "$k"
-	done
+	if [ ${#debian[@]} -gt 0 ]; then
+		HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-$scale} \
+			step "guest tests on ${debian[0]}" guest_run "${debian[0]}"
+	fi
 fi
 pool_run
 if [ -n "$selftest_pid" ]; then
@@ -225,7 +250,7 @@ if [ -n "$debug_pid" ]; then
 	collect "build debug kernel"
 	collect "guest tests on debug"
 fi
-for k in "${pool[@]}"; do collect "crash consistency on $k"; done
+for j in "${pool[@]}"; do collect "$(job_name "$j")"; done
 
 echo
 echo "=== summary ($(($(date +%s) - t0))s)"
