@@ -59,8 +59,7 @@ requires() {
 }
 . /tests/lib/guest.sh
 
-debug=0
-case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
+debug=$LMQ_SLOW
 ITER=8
 [ $debug = 1 ] && ITER=6
 # the kill delays are random: t70_seed=N on the kernel command line

@@ -75,8 +75,7 @@ requires() {
 }
 . /tests/lib/guest.sh
 
-debug=0
-case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
+debug=$LMQ_SLOW
 
 M=/mnt/t74
 mkdir -p $M

@@ -54,8 +54,7 @@ requires() {
 }
 . /tests/lib/guest.sh
 
-debug=0
-case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
+debug=$LMQ_SLOW
 NWR=4 W=32 IVL=5 MODES=$LMQ_MODES
 # the debug kernel: smaller writes, and only direct and kthread mode (over
 # buffered ext4, aio and auto send writes to the kthread too)

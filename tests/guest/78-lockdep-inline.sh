@@ -28,10 +28,9 @@ modprobe loopmq nr_devices=1 lockdep_guard=0 || { fail "modprobe loopmq lockdep_
 is "$(cat /sys/module/loopmq/parameters/lockdep_guard)" N "lockdep_guard is off"
 D=$(lmq_dev 0)
 
-cleanup() {
+upper_cleanup() {
 	umount $U 2>/dev/null
 	$LOSETUP -d $D 2>/dev/null
-	umount $W 2>/dev/null
 }
 
 # One stacking per boot.  Lockdep keys these locks by file system type, not
@@ -53,16 +52,20 @@ esac
 diag "lower:upper $pair (the other: tests/vm/run --kernel debug --append t78.pair=... $0)"
 for pair in $pair; do
 	lower=${pair%%:*} upper=${pair##*:}
+	# the lower file system is made once: each case below brings its own
+	# image, upper file system and attachment
+	wipefs -qa $SCRATCH 2>/dev/null
+	if [ $lower = ext4 ]; then mkfs.ext4 -qF $SCRATCH; else mkfs.xfs -qf $SCRATCH; fi >/dev/null &&
+		mount $SCRATCH $W || { fail "$lower on $SCRATCH"; continue; }
 	for mode in direct auto; do
 		for dio in off on; do
 			c="$upper on loopmq ($mode, dio $dio) on $lower"
-			wipefs -qa $SCRATCH 2>/dev/null
-			if [ $lower = ext4 ]; then mkfs.ext4 -qF $SCRATCH; else mkfs.xfs -qf $SCRATCH; fi >/dev/null &&
-				mount $SCRATCH $W && truncate -s 320M $W/img &&
+			rm -f $W/img
+			truncate -s 320M $W/img &&
 				$LOSETUP --direct-io=$dio $D $W/img && lmq_mode 0 $mode ||
-				{ fail "$c: setup"; cleanup; continue; }
+				{ fail "$c: setup"; upper_cleanup; continue; }
 			if [ $upper = ext4 ]; then mkfs.ext4 -qF $D; else mkfs.xfs -qf $D; fi >/dev/null &&
-				mount $D $U || { fail "$c: mkfs/mount upper"; cleanup; continue; }
+				mount $D $U || { fail "$c: mkfs/mount upper"; upper_cleanup; continue; }
 			echo 0 >$(lmq_sys 0)/loopmq/stats
 			# buffered writes + fsync (write_iter under i_rwsem, journal
 			# commits), flusher writeback (s_umount), upper direct I/O
@@ -79,10 +82,11 @@ for pair in $pair; do
 				fail "$c: nothing ran from queue_rq"
 			is "$(lmq_stat 0 fb_lockdep)" 0 "$c: no lockdep fallback"
 			is "$(lmq_stat 0 errors)" 0 "$c: no errors"
-			umount $U && $LOSETUP -d $D && umount $W ||
-				{ fail "$c: teardown"; cleanup; }
+			umount $U && $LOSETUP -d $D ||
+				{ fail "$c: teardown"; upper_cleanup; }
 		done
 	done
+	umount $W || fail "umount $lower"
 done
 rmmod loopmq
 done_testing
