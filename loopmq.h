@@ -138,6 +138,7 @@ extern bool loopmq_nowait_adaptive;
 extern bool loopmq_fault_drop_flush;
 extern bool loopmq_lockdep_guard;
 extern const char * const loopmq_mode_names[LOOPMQ_MODE_NR];
+const char *loopmq_disk_prefix(void);	/* "loopmq", or "loop" when replacing */
 
 /*
  * loopmq_main.c: what the loop ioctls do to a device, for loopmq_ioctl.c.
@@ -170,7 +171,7 @@ int loopmq_control_remove(int index);	/* -EBUSY while bound or open */
 int loopmq_control_get_free(void);	/* an unbound device, added if none */
 
 /* loopmq_ctl.c: the control device, /dev/loopmq-control */
-int loopmq_ctl_register(void);
+int loopmq_ctl_register(bool replace);
 void loopmq_ctl_unregister(void);
 
 /* loopmq_ioctl.c: the block device's ->ioctl and ->compat_ioctl */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopmq's control device, /dev/loopmq-control: LOOP_CTL_ADD,
+ * loopmq's control device, /dev/loopmq-control (/dev/loop-control with
+ * replace_loop=1): LOOP_CTL_ADD,
  * LOOP_CTL_REMOVE and LOOP_CTL_GET_FREE with the numbers and errnos of
  * the stock driver's /dev/loop-control.  Devices are added, removed and
  * looked up by loopmq_main.c, which keeps the device index and its lock.
@@ -40,9 +41,20 @@ static struct miscdevice loopmq_misc = {
 	.fops	= &loopmq_ctl_fops,
 };
 
-int loopmq_ctl_register(void)
+/* replace: the stock driver's /dev/loop-control, at its fixed minor */
+int loopmq_ctl_register(bool replace)
 {
-	return misc_register(&loopmq_misc);
+	int err;
+
+	if (replace) {
+		loopmq_misc.minor = LOOP_CTRL_MINOR;
+		loopmq_misc.name = "loop-control";
+	}
+	err = misc_register(&loopmq_misc);
+	if (err == -EBUSY && replace)
+		pr_err("replace_loop=1: misc minor %d (loop-control) is taken\n",
+		       LOOP_CTRL_MINOR);
+	return err;
 }
 
 void loopmq_ctl_unregister(void)

@@ -655,7 +655,7 @@ int loopmq_thread_start(struct loopmq_device *lo)
 {
 	struct task_struct *t;
 
-	t = kthread_run(loopmq_thread_fn, lo, LOOPMQ_DISK_PREFIX "%d",
+	t = kthread_run(loopmq_thread_fn, lo, "%s%d", loopmq_disk_prefix(),
 			lo->index);
 	if (IS_ERR(t))
 		return PTR_ERR(t);

@@ -70,11 +70,12 @@ MODULE_PARM_DESC(mode, "Dispatch mode of new devices, one of:"
 struct loopmq_uint_param {
 	unsigned int	*var;
 	unsigned int	min, max;
+	bool		given;	/* set at load (max_loop's "specified") */
 };
 
 static int loopmq_param_set_uint(const char *val, const struct kernel_param *kp)
 {
-	const struct loopmq_uint_param *p = kp->arg;
+	struct loopmq_uint_param *p = kp->arg;
 	unsigned int v;
 	int ret;
 
@@ -85,6 +86,7 @@ static int loopmq_param_set_uint(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	}
 	*p->var = v;
+	p->given = true;
 	return 0;
 }
 
@@ -115,6 +117,32 @@ static struct loopmq_uint_param loopmq_p_max_part = {
 
 module_param_cb(max_part, &loopmq_uint_ops, &loopmq_p_max_part, 0444);
 MODULE_PARM_DESC(max_part, "Maximum partitions per device (0-255). Default: 0");
+
+/*
+ * replace_loop=1: loopmq takes the stock loop driver's place: block major
+ * 7, disks named loop%d, /dev/loop-control at its fixed minor, a device
+ * made when a /dev/loopN that does not exist yet is opened, and max_loop
+ * with the stock meaning.  Refused (-EBUSY) while loop holds major 7.
+ */
+static bool loopmq_replace_loop;
+module_param_named(replace_loop, loopmq_replace_loop, bool, 0444);
+MODULE_PARM_DESC(replace_loop,
+		 "Take the loop driver's place: block major 7, loop%d, /dev/loop-control. Default: N");
+
+#ifdef CONFIG_BLK_DEV_LOOP_MIN_COUNT
+#define LOOPMQ_LOOP_MIN_COUNT	CONFIG_BLK_DEV_LOOP_MIN_COUNT
+#else
+#define LOOPMQ_LOOP_MIN_COUNT	8
+#endif
+
+static unsigned int loopmq_max_loop = LOOPMQ_LOOP_MIN_COUNT;
+static struct loopmq_uint_param loopmq_p_max_loop = {
+	.var = &loopmq_max_loop, .min = 0, .max = 1U << MINORBITS,
+};
+
+module_param_cb(max_loop, &loopmq_uint_ops, &loopmq_p_max_loop, 0444);
+MODULE_PARM_DESC(max_loop,
+		 "replace_loop=1 only: devices made at load; when given and not 0, also the highest number a /dev/loopN open creates. Default: CONFIG_BLK_DEV_LOOP_MIN_COUNT");
 
 static unsigned int loopmq_hw_queue_depth = 128;
 static struct loopmq_uint_param loopmq_p_hw_queue_depth = {
@@ -175,6 +203,13 @@ MODULE_PARM_DESC(lockdep_guard,
 
 static int loopmq_major;
 static int loopmq_part_shift;
+
+/* The disks' prefix, and the name of the block major. */
+const char *loopmq_disk_prefix(void)
+{
+	return loopmq_replace_loop ? "loop" : LOOPMQ_DISK_PREFIX;
+}
+
 static DEFINE_IDR(loopmq_idr);
 /* Protects loopmq_idr and every device's idr_visible. */
 static DEFINE_MUTEX(loopmq_ctl_mutex);
@@ -1065,7 +1100,7 @@ int loopmq_add(int index)
 	disk->minors = 1 << loopmq_part_shift;
 	disk->fops = &loopmq_fops;
 	disk->private_data = lo;
-	snprintf(disk->disk_name, DISK_NAME_LEN, LOOPMQ_DISK_PREFIX "%d",
+	snprintf(disk->disk_name, DISK_NAME_LEN, "%s%d", loopmq_disk_prefix(),
 		 lo->index);
 	if (!loopmq_part_shift)
 		set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
@@ -1158,9 +1193,65 @@ int loopmq_control_get_free(void)
 	return loopmq_add(-1);
 }
 
+/*
+ * replace_loop: an open of a block device node on major 7 that has no
+ * disk makes the device, as the stock driver does (CONFIG_BLOCK_LEGACY_
+ * AUTOLOAD; called under the block layer's major-names lock, which
+ * unregister_blkdev() takes too, so no call runs after module exit began).
+ */
+static void loopmq_probe(dev_t dev)
+{
+	int index = MINOR(dev) >> loopmq_part_shift;
+
+	if (loopmq_p_max_loop.given && loopmq_max_loop &&
+	    index >= (int)loopmq_max_loop)
+		return;
+	loopmq_add(index);
+}
+
+static int __init loopmq_register_major(void)
+{
+	int err;
+
+	if (!loopmq_replace_loop) {
+		if (loopmq_p_max_loop.given) {
+			pr_err("max_loop applies with replace_loop=1 only; nr_devices sets how many loopmq devices are made\n");
+			return -EINVAL;
+		}
+		err = register_blkdev(0, loopmq_disk_prefix());
+		if (err < 0)
+			return err;
+		loopmq_major = err;
+		return 0;
+	}
+	if (loopmq_max_loop > 1U << (MINORBITS - loopmq_part_shift)) {
+		pr_err("max_loop=%u: more than %u devices with max_part=%u\n",
+		       loopmq_max_loop, 1U << (MINORBITS - loopmq_part_shift),
+		       loopmq_max_part);
+		return -EINVAL;
+	}
+	err = __register_blkdev(LOOP_MAJOR, loopmq_disk_prefix(), loopmq_probe);
+	if (err == -EBUSY)
+		pr_err("replace_loop=1: block major %d is taken: the loop driver is loaded or built in; unload it (modprobe -r loop) or load loopmq without replace_loop\n",
+		       LOOP_MAJOR);
+	if (err)
+		return err;
+	loopmq_major = LOOP_MAJOR;
+	return 0;
+}
+
+static void loopmq_remove_all(void)
+{
+	struct loopmq_device *lo;
+	int id;
+
+	idr_for_each_entry(&loopmq_idr, lo, id)
+		loopmq_remove(lo);
+}
+
 static int __init loopmq_init(void)
 {
-	unsigned int i;
+	unsigned int i, nr;
 	int err;
 
 	BUILD_BUG_ON(sizeof(struct loopmq_mode_info) != 32);
@@ -1173,49 +1264,51 @@ static int __init loopmq_init(void)
 		loopmq_max_part = (1U << loopmq_part_shift) - 1;
 	}
 
-	err = register_blkdev(0, LOOPMQ_DISK_PREFIX);
-	if (err < 0)
+	err = loopmq_register_major();
+	if (err)
 		return err;
-	loopmq_major = err;
 
-	err = loopmq_ctl_register();
+	err = loopmq_ctl_register(loopmq_replace_loop);
 	if (err)
 		goto out_unregister_blkdev;
 
-	for (i = 0; i < loopmq_nr_devices; i++) {
+	/* replace_loop: max_loop as the stock driver, unless nr_devices is given */
+	nr = loopmq_nr_devices;
+	if (loopmq_replace_loop && !loopmq_p_nr_devices.given)
+		nr = loopmq_max_loop;
+	for (i = 0; i < nr; i++) {
 		err = loopmq_add(i);
+		if (err == -EEXIST)	/* an open of /dev/loopN made it */
+			continue;
 		if (err < 0)
 			goto out_remove_devices;
 	}
-	pr_info("loaded: %u devices, mode %s\n", loopmq_nr_devices,
+	pr_info("loaded: %u devices %s*, mode %s\n", nr, loopmq_disk_prefix(),
 		loopmq_mode_names[loopmq_default_mode]);
 	return 0;
 
 out_remove_devices:
-	{
-		struct loopmq_device *lo;
-		int id;
-
-		idr_for_each_entry(&loopmq_idr, lo, id)
-			loopmq_remove(lo);
-	}
+	/* no probe may add a device behind the removal */
+	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
 	loopmq_ctl_unregister();
+	loopmq_remove_all();
+	return err;
 out_unregister_blkdev:
-	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
+	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
 	return err;
 }
 
 static void __exit loopmq_exit(void)
 {
-	struct loopmq_device *lo;
-	int id;
-
-	/* No device is bound or open: each would hold a module reference. */
+	/*
+	 * No device is bound or open: each would hold a module reference.
+	 * The major and the control device go first, so that neither a
+	 * probe nor LOOP_CTL_ADD makes a device behind the removal.
+	 */
+	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
 	loopmq_ctl_unregister();
-	idr_for_each_entry(&loopmq_idr, lo, id)
-		loopmq_remove(lo);
+	loopmq_remove_all();
 	idr_destroy(&loopmq_idr);
-	unregister_blkdev(loopmq_major, LOOPMQ_DISK_PREFIX);
 }
 
 module_init(loopmq_init);
