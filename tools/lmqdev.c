@@ -56,6 +56,25 @@ int lmq_mode_parse(const char *s)
 
 /* ---- names ------------------------------------------------------------ */
 
+/* loopmq loaded with replace_loop=1: its devices are loopN on major 7 */
+static int lmq_replacing(void)
+{
+	static int replacing = -1;
+	char c = 'N';
+	FILE *f;
+
+	if (replacing < 0) {
+		f = fopen("/sys/module/loopmq/parameters/replace_loop", "r");
+		if (f) {
+			if (fread(&c, 1, 1, f) != 1)
+				c = 'N';
+			fclose(f);
+		}
+		replacing = c == 'Y';
+	}
+	return replacing;
+}
+
 const char *lmq_prefix(void)
 {
 	/* TEST ONLY: LOOPMQCTL_PREFIX=loop drives the stock loop driver. */
@@ -63,7 +82,7 @@ const char *lmq_prefix(void)
 
 	if (p && *p && strlen(p) < 16 && !strchr(p, '/'))
 		return p;
-	return LOOPMQ_DISK_PREFIX;
+	return lmq_replacing() ? "loop" : LOOPMQ_DISK_PREFIX;
 }
 
 const char *lmq_control_path(void)
