@@ -105,7 +105,7 @@ guest_run() {	# guest_run K [TEST-NAME...]: guest tests on kernel K
 # 6.1 and 6.12 only: the data-path and interface tests 10-verify-matrix,
 # 12-stacking, 20-flush-discard, 21-readonly, 22-enospc, 23-partitions,
 # 24-capacity, 27-losetup-compat, 28-stats, 29-compat-ioctl32, 30-rotational,
-# 31-dio-default, 40-45 (loopmqctl),
+# 31-dio-default, 32-replace-loop, 40-45 (loopmqctl),
 # 53-short-backing-read, 59-modparams, 60-scale, and 80-power-loss (needs
 # dm-log-writes, not in the debug kernel).
 DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input

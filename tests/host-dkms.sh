@@ -138,7 +138,7 @@ for k in $kernels; do
 	lic=$(modinfo -F license "$tmp/$mod.ko" 2>/dev/null)
 	[ "$lic" = GPL ] && ok "$k: license GPL" || nok "$k: license is '$lic'"
 	parms=$( { modinfo -F parm "$tmp/$mod.ko"; modinfo -F parmtype "$tmp/$mod.ko"; } 2>/dev/null | cut -d: -f1 | sort -u | tr '\n' ' ')
-	want="dio_default hw_queue_depth max_part mode nr_devices nr_hw_queues nowait_adaptive stack_probe stack_reserve "
+	want="dio_default hw_queue_depth max_loop max_part mode nr_devices nr_hw_queues nowait_adaptive replace_loop stack_probe stack_reserve "
 	miss=
 	for p in $want; do [[ " $parms" == *" $p "* ]] || miss="$miss $p"; done
 	[ -z "$miss" ] && ok "$k: parameters $want" ||

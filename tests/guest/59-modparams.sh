@@ -20,9 +20,12 @@ BAD=(mode=bogus mode= mode=DIRECT mode=direct,aio nr_devices=-1 nr_devices=1025
 	hw_queue_depth=0 hw_queue_depth=4097 hw_queue_depth=-1 hw_queue_depth=
 	nr_hw_queues=-1 nr_hw_queues=1025 nr_hw_queues=abc stack_reserve=100
 	stack_reserve=1023 stack_reserve=abc stack_reserve=99999999999 nr_devices=4294967296
-	nowait_adaptive=2 nowait_adaptive=abc stack_probe=maybe dio_default=2)
+	nowait_adaptive=2 nowait_adaptive=abc stack_probe=maybe dio_default=2
+	replace_loop=maybe max_loop=4 "replace_loop=1 max_loop=-1" "replace_loop=1 max_loop=abc")
 for p in "${BAD[@]}"; do
-	if modprobe $LMQ_MOD "$p" 2>/dev/null; then
+	# unquoted: an entry may name two parameters
+	# shellcheck disable=SC2086
+	if modprobe $LMQ_MOD $p 2>/dev/null; then
 		fail "modprobe $LMQ_MOD $p succeeded"
 		modprobe -r $LMQ_MOD
 	else
