@@ -5,6 +5,8 @@
 #   make                  build loopmq.ko for the running kernel (or KVER=/KDIR=)
 #   make modules-all      build for every installed 6.1/6.12 kernel, W=1, no warnings
 #   make install          install module (extra/), depmod, tool, man pages
+#                         (REPLACE_LOOP=1: also the modprobe.d file that makes
+#                         loopmq the system's loop driver)
 #   make check            everything: builds, style, sparse, guest tests
 #   make crash            only the crash-consistency trials (tests/crash/run)
 #   make bench            the fio comparison in a guest (QUICK=1 for a short run)
@@ -43,6 +45,10 @@ install: modules tools
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	depmod -a $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+ifeq ($(REPLACE_LOOP),1)
+	install -D -m 0644 docs/modprobe.d-replace-loop.conf \
+		$(DESTDIR)/etc/modprobe.d/loopmq-replace-loop.conf
+endif
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null
