@@ -8,6 +8,7 @@
 # runs on the stock loop driver in the same boot and must give the same words.
 DESCRIPTION="a read-only device refuses writes with the stock driver's errno"
 requires() {
+	lmq_needs_stock_loop
 	require_cmd lmq-ioctl lmq-stats fio
 }
 . /tests/lib/guest.sh

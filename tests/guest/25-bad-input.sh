@@ -7,6 +7,7 @@
 # case) and the driver under test must give the same word.
 DESCRIPTION="every documented bad input gets the stock loop driver's errno"
 requires() {
+	lmq_needs_stock_loop
 	require_cmd lmq-ioctl lmq-stats fio setpriv
 }
 . /tests/lib/guest.sh

@@ -14,6 +14,7 @@
 # answer the same.  Then loopmq's own LOOPMQ_SET_MODE and LOOPMQ_GET_MODE.
 DESCRIPTION="32-bit callers: every loop ioctl through compat_ioctl, as the stock driver"
 requires() {
+	lmq_needs_stock_loop
 	require_cmd lmq-ioctl lmq-ioctl32 setpriv
 	lmq-ioctl32 open /dev/null >/dev/null 2>&1 ||
 		skip_all "lmq-ioctl32 does not run (no IA32 emulation?)"

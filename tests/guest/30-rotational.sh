@@ -11,6 +11,7 @@
 # file system of the device node, which has no device, and says 0.
 DESCRIPTION="the rotational flag comes from the backing's device, as with the stock driver"
 requires() {
+	lmq_needs_stock_loop
 	require_cmd lmq-ioctl
 	[ -w /sys/block/vda/queue/rotational ] || skip_all "no writable /sys/block/vda/queue/rotational"
 }

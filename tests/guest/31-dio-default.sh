@@ -12,6 +12,7 @@
 # (buffered), and LOOP_SET_DIRECT_IO 0 still turns it off.
 DESCRIPTION="dio_default=1: direct I/O at attach wherever the backing allows it"
 requires() {
+	lmq_needs_stock_loop
 	lmq_is_mq || skip_all "dio_default is a loopmq parameter"
 	require_cmd lmq-ioctl
 	[ -n "$LOSETUP" ] || skip_all "util-linux losetup not found"

@@ -15,6 +15,7 @@
 # replace_loop is EINVAL.
 DESCRIPTION="replace_loop=1: loopmq serves major 7, loopN and /dev/loop-control"
 requires() {
+	lmq_needs_stock_loop
 	lmq_is_mq || skip_all "replace_loop is a loopmq parameter"
 	[ -n "$LOSETUP" ] || skip_all "util-linux losetup not found"
 	[ -b /dev/vda ] || skip_all "no /dev/vda"

@@ -21,11 +21,14 @@
 # check_fail, is, isnt, like, expect_errno, pass, fail, skip, diag, skip_all,
 # require_cmd, require_module, done_testing, stop_testing.
 #
-# The driver under test: loopmq, or the stock loop driver to validate a test
+# The driver under test: loopmq, the stock loop driver to validate a test
 # itself (LMQ_DRIVER=loop in the environment, or lmq_driver=loop on the
-# guest's kernel command line: tests/vm/run --append lmq_driver=loop).  Same
-# script, same ABI.  Set here, for both:
-#   LMQ_DRIVER  loopmq | loop        LMQ_MOD   the module (loopmq | loop)
+# guest's kernel command line: tests/vm/run --append lmq_driver=loop), or
+# loopmq in replace mode (lmq_driver=replace: replace_loop=1 from
+# modprobe.d, devices /dev/loopN, /dev/loop-control; a test that needs the
+# stock driver beside it calls lmq_needs_stock_loop in requires()).  Same
+# script, same ABI.  Set here, for each:
+#   LMQ_DRIVER  loopmq|loop|replace  LMQ_MOD   the module (loopmq | loop)
 #   LMQ_NAME    device name prefix   LMQ_PREFIX  /dev/$LMQ_NAME
 #   LMQ_CTL     the control node     LMQ_MODES   the dispatch modes to cover
 #                                                ("stock" for loop)
@@ -79,7 +82,7 @@ if [ "$LMQ_DRIVER" = loop ]; then
 	LMQ_MODES=${LMQ_MODES:-stock}
 	export LOOPMQCTL_PREFIX=loop
 else
-	LMQ_DRIVER=loopmq
+	[ "$LMQ_DRIVER" = replace ] || LMQ_DRIVER=loopmq
 	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
 	# the module's own list (its mode parameter's description), not a copy
 	LMQ_MODES=${LMQ_MODES:-$(modinfo -p loopmq 2>/dev/null |
@@ -89,6 +92,13 @@ else
 		exit 1
 	fi
 	unset LOOPMQCTL_PREFIX
+fi
+if [ "$LMQ_DRIVER" = replace ]; then
+	# loopmq in replace mode (replace_loop=1): every load of loopmq,
+	# lmq_load's or a test's own modprobe, gets it from modprobe.d
+	LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	mkdir -p /etc/modprobe.d
+	echo "options loopmq replace_loop=1" >/etc/modprobe.d/lmq-replace.conf
 fi
 LMQ_PREFIX=/dev/$LMQ_NAME
 LMQ_SCRATCH=${SCRATCH:-/dev/vda}
@@ -100,6 +110,11 @@ done
 unset _l
 
 lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
+# for a test that loads the stock loop driver beside the one under test
+lmq_needs_stock_loop() {
+	[ "$LMQ_DRIVER" != replace ] ||
+		skip_all "uses the stock loop driver beside loopmq: not in replace mode"
+}
 lmq_dev()    { echo "$LMQ_PREFIX$1"; }
 lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
 
