@@ -1240,13 +1240,22 @@ static int __init loopmq_register_major(void)
 	return 0;
 }
 
-static void loopmq_remove_all(void)
+/*
+ * Module exit, and init once the major and the control device exist.  No
+ * device is bound or open: each would hold a module reference.  The major
+ * and the control device go first, so that neither a probe nor
+ * LOOP_CTL_ADD makes a device behind the removal.
+ */
+static void loopmq_teardown(void)
 {
 	struct loopmq_device *lo;
 	int id;
 
+	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
+	loopmq_ctl_unregister();
 	idr_for_each_entry(&loopmq_idr, lo, id)
 		loopmq_remove(lo);
+	idr_destroy(&loopmq_idr);
 }
 
 static int __init loopmq_init(void)
@@ -1288,10 +1297,7 @@ static int __init loopmq_init(void)
 	return 0;
 
 out_remove_devices:
-	/* no probe may add a device behind the removal */
-	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
-	loopmq_ctl_unregister();
-	loopmq_remove_all();
+	loopmq_teardown();
 	return err;
 out_unregister_blkdev:
 	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
@@ -1300,15 +1306,7 @@ out_unregister_blkdev:
 
 static void __exit loopmq_exit(void)
 {
-	/*
-	 * No device is bound or open: each would hold a module reference.
-	 * The major and the control device go first, so that neither a
-	 * probe nor LOOP_CTL_ADD makes a device behind the removal.
-	 */
-	unregister_blkdev(loopmq_major, loopmq_disk_prefix());
-	loopmq_ctl_unregister();
-	loopmq_remove_all();
-	idr_destroy(&loopmq_idr);
+	loopmq_teardown();
 }
 
 module_init(loopmq_init);
