@@ -406,6 +406,23 @@ static void loopmq_reread_partitions(struct loopmq_device *lo)
 }
 
 /*
+ * A new medium behind a bound device: drop what the page cache holds of
+ * the old one and tell user space.  disk_force_media_change() also asks
+ * the next opener to scan the partition table (GD_NEED_PART_SCAN), which
+ * a bind must not let happen: it scans itself, and an opener's lazy scan
+ * just before (udev's blkid answering the change event, any open that
+ * waited in ->open for the bind to finish) makes the bind's scan drop
+ * the partitions it found and add them again.  Partitions that vanish and
+ * reappear fail systemd's BindsTo= units (systemd PR 41425; the block
+ * layer stopped setting the flag there in 7.1).
+ */
+static void loopmq_media_changed(struct loopmq_device *lo)
+{
+	disk_force_media_change(lo->disk);
+	clear_bit(GD_NEED_PART_SCAN, &lo->disk->state);
+}
+
+/*
  * The backing's page cache must not recurse into I/O on us: its
  * allocations lose __GFP_IO and __GFP_FS while @file is bound, and get
  * back what they had when it is released (loopmq_put_backing_gfp()).
@@ -627,7 +644,7 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 	lo->discard_off = false;
 
 	dev_set_uevent_suppress(disk_to_dev(lo->disk), 1);
-	disk_force_media_change(lo->disk);
+	loopmq_media_changed(lo);
 	set_disk_ro(lo->disk, lo->lo_flags & LO_FLAGS_READ_ONLY);
 
 	loopmq_take_backing_gfp(lo, file);
@@ -647,13 +664,20 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 	partscan = lo->lo_flags & LO_FLAGS_PARTSCAN;
 	if (partscan)
 		clear_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
-	dev_set_uevent_suppress(disk_to_dev(lo->disk), 0);
-	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&lo->mutex);
 	mutex_unlock(&loopmq_bind_mutex);
 
+	/*
+	 * User space hears of the bind once the partitions are there, so
+	 * that udev probing the disk on this event finds them all.  Their
+	 * own add events need the disk's uevents on: a partition of a disk
+	 * that suppresses them is added silently.  Nothing unbinds
+	 * meanwhile: our caller holds the device open.
+	 */
+	dev_set_uevent_suppress(disk_to_dev(lo->disk), 0);
 	if (partscan)
 		loopmq_reread_partitions(lo);
+	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
 	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_configure);
 	return 0;
@@ -779,7 +803,7 @@ int loopmq_change_fd(struct loopmq_device *lo,
 	    loopmq_backing_size(lo->b.file, lo->b.offset, lo->sizelimit))
 		goto out_unlock;
 
-	disk_force_media_change(lo->disk);
+	loopmq_media_changed(lo);
 	blk_mq_freeze_queue(lo->disk->queue);
 	old = lo->b.file;
 	loopmq_put_backing_gfp(lo, old);

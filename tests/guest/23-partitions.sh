@@ -4,10 +4,14 @@
 # 23-partitions: partitions of the backing image appear as <dev>p1, <dev>p2
 # with LO_FLAGS_PARTSCAN (losetup -P, LOOP_CONFIGURE) and with max_part=,
 # carry the right data at the right offsets, and vanish on detach.  Without
-# either, no partition nodes appear.
+# either, no partition nodes appear.  A udev-like opener of the disk that
+# answers each change uevent at once (lmq-uevents, SCHED_FIFO on the
+# attaching task's CPU) never sees a partition vanish and come back: one
+# scan per attach, not the opener's lazy scan and then ours (the stock
+# driver's race, fixed upstream in 7.1; systemd PR 41425 works around it).
 DESCRIPTION="partitions appear with partscan or max_part, carry the right data, vanish on detach"
 requires() {
-	require_cmd lmq-ioctl lmq-stats fio
+	require_cmd lmq-ioctl lmq-stats lmq-uevents fio taskset chrt
 }
 . /tests/lib/guest.sh
 
@@ -78,9 +82,38 @@ is "$(lmq-ioctl set-status $D 0 0 8)" OK "LOOP_SET_STATUS64 sets LO_FLAGS_PARTSC
 check_parts "SET_STATUS64 partscan" $D
 $LOSETUP -d $D
 check_gone "SET_STATUS64 partscan" $D
+
+# 5. udev-like openers racing the partition scan, CYCLES attach + detach:
+# lmq-uevents opens the disk on each change uevent; lmq-openrace opens and
+# closes it in a loop, so that an open waits in ->open while the attach
+# holds the device, and goes on the moment it lets go
+CYCLES=$((40 / (1 + 3 * LMQ_SLOW)))
+lmq-uevents ${D##*/} 600 0 >$W/uevents &
+upid=$!
+for ((i = 0; i < 50; i++)); do grep -q ready $W/uevents && break; sleep 0.1; done
+lmq-openrace partopen $D 600 1 >$W/opener 2>&1 &
+opid=$!
+ok=0
+for ((c = 0; c < CYCLES; c++)); do
+	taskset -c 0 chrt -i 0 $LOSETUP -P $D $W/img || break
+	$LOSETUP -d $D || break
+	# the opener's last close detaches
+	for ((i = 0; i < 50; i++)); do [ -e $(lmq_sys 0)/loop ] || break; sleep 0.1; done
+	ok=$((ok + 1))
+done
+is "$ok" "$CYCLES" "$CYCLES cycles of losetup -P and -d, racing the openers"
+kill -TERM $opid; wait $opid
+is "$?" 0 "the looping opener saw only expected outcomes"
+sleep 0.5
+kill -TERM $upid; wait $upid
+res=$(grep '^lmq-uevents' $W/uevents)
+diag "$res"
+like "$res" " $((2 * CYCLES)) partition add, $((2 * CYCLES)) partition remove\$" \
+	"one add and one remove per partition and cycle: no partition vanished and came back"
+like "$res" "change, [1-9][0-9]* opens" "the opener opened the disk on change events"
 lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 
-# 5. max_part= without partscan flag
+# 6. max_part= without partscan flag
 echo P2DATA__ | dd of=$W/img bs=512 seek=18432 conv=notrunc status=none
 lmq_load 1 max_part=7 || { fail "load $LMQ_MOD max_part=7"; stop_testing; }
 $LOSETUP $D $W/img || fail "attach with max_part=7"
