@@ -25,7 +25,7 @@ diag "stack_reserve $reserve"
 run() {
 	local backing=$1 dio=$2 mode=$3 f dev st used entry tsz
 	f=$(lmq_backing "$backing" 64M) || { fail "$backing: backing"; return; }
-	dev=/dev/loopmq0
+	dev=$(lmq_dev 0)
 	losetup --direct-io="$dio" "$dev" "$f" ||
 		{ fail "$backing dio=$dio: attach"; return; }
 	echo "$mode" >/sys/block/${dev#/dev/}/loopmq/mode

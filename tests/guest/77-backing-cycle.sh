@@ -32,6 +32,7 @@ requires() {
 	lmq_is_mq || skip_all "loopmq only: the stock driver detects cycles of loop devices only"
 	[ -b /dev/vda ] || skip_all "no /dev/vda"
 	require_module loop
+	lmq_needs_stock_loop
 }
 . /tests/lib/guest.sh
 

@@ -41,6 +41,7 @@ requires() {
 	require_cmd dmsetup lmq-logreplay lmq-plwriter mkfs.ext4 mkfs.xfs e2fsck xfs_repair
 }
 . /tests/lib/guest.sh
+DEV=$(lmq_dev 0)
 
 arg() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" /proc/cmdline; }
 seed=${PL_SEED:-$(arg pl.seed)}
@@ -90,8 +91,8 @@ fsck_fs() {	# fsck_fs FS DEV: read-only check
 	xfs) xfs_repair -n "$2";;
 	esac
 }
-attach() {	# attach DIO IMG: /dev/loopmq0 on IMG, checked
-	losetup --direct-io="$1" /dev/loopmq0 "$2" || return 1
+attach() {	# attach DIO IMG: $DEV on IMG, checked
+	losetup --direct-io="$1" $DEV "$2" || return 1
 	local d; d=$(cat "$(lmq_sys 0)/loop/dio")
 	[ "$d" = "$([ "$1" = on ] && echo 1 || echo 0)" ] || { echo "dio is $d, want $1"; return 1; }
 }
@@ -101,7 +102,7 @@ load() {	# load MODE [PARAM...]
 	[ "$(cat "$(lmq_sys 0)/loopmq/mode")" = "$1" ] || { echo "mode is not $1"; return 1; }
 }
 lmq_unload() {
-	losetup -d /dev/loopmq0 2>/dev/null
+	losetup -d $DEV 2>/dev/null
 	grep -q '^loopmq ' /proc/modules || return 0
 	local i
 	for i in $(seq 20); do rmmod loopmq 2>/dev/null && return 0; sleep 0.2; done
@@ -109,7 +110,7 @@ lmq_unload() {
 }
 teardown() {
 	umount $UP 2>/dev/null
-	losetup -d /dev/loopmq0 2>/dev/null
+	losetup -d $DEV 2>/dev/null
 	umount $LOW 2>/dev/null
 	local d
 	for d in plS plLW plA plB plC plD; do
@@ -156,7 +157,7 @@ check_point() {
 		pt_msg="no image file on the backing fs"
 	elif ! run attach.log attach "$dio" $LOW/img; then
 		pt_msg="cannot attach the image"
-	elif ! run upmount.log mount_fs "$upfs" /dev/loopmq0 $UP; then
+	elif ! run upmount.log mount_fs "$upfs" $DEV $UP; then
 		pt_rc=1 pt_msg="the upper $upfs does not mount: $(dmesg | tail -n 2 | tr '\n' ' ')"
 	else
 		out=$(lmq-plwriter check $markarg -d $UP/d -l $W/wlog 2>&1); rc=$?
@@ -164,7 +165,7 @@ check_point() {
 		umount $UP || rc=2
 		pt_msg=$(tail -n 1 <<<"$out" | sed -E 's/^checked ([0-9]+) files, ([0-9]+) blocks at (.*) \(log line [0-9]+\): [0-9]+ writes in the log, /\3: /')
 		if [ $rc = 0 ] || [ $rc = 1 ]; then
-			if run upfsck.log fsck_fs "$upfs" /dev/loopmq0; then
+			if run upfsck.log fsck_fs "$upfs" $DEV; then
 				fsck_ok=1
 			else
 				pt_msg+="; upper $upfs fsck FAILED"
@@ -175,7 +176,7 @@ check_point() {
 		[ $rc = 1 ] && grep -m 5 '^LOST' $W/check.log | sed 's/^/#   /'
 	fi
 	umount $UP 2>/dev/null
-	losetup -d /dev/loopmq0 2>/dev/null
+	losetup -d $DEV 2>/dev/null
 	if mountpoint -q $LOW; then
 		umount $LOW
 		if run lowfsck.log fsck_fs "$lowfs" /dev/mapper/plS; then
@@ -210,8 +211,8 @@ run_cell() {
 	   ! case $alloc in falloc) fallocate -l ${IMG_MB}M $LOW/img;; *) truncate -s ${IMG_MB}M $LOW/img;; esac ||
 	   ! run load.log load "$mode" "${lparam[@]}" ||
 	   ! run attach.log attach "$dio" $LOW/img ||
-	   ! run mkfs-up.log mkfs_fs "$upfs" /dev/loopmq0 ||
-	   ! run mount-up.log mount_fs "$upfs" /dev/loopmq0 $UP ||
+	   ! run mkfs-up.log mkfs_fs "$upfs" $DEV ||
+	   ! run mount-up.log mount_fs "$upfs" $DEV $UP ||
 	   ! mkdir $UP/d; then
 		cell_bad=1 cell_why="set-up failed"; return
 	fi
@@ -226,7 +227,7 @@ run_cell() {
 		cell_bad=1 cell_why="the writer failed"; return
 	fi
 	local wt=$((SECONDS - t0))
-	umount $UP && losetup -d /dev/loopmq0 && umount $LOW && dms remove plLW ||
+	umount $UP && losetup -d $DEV && umount $LOW && dms remove plLW ||
 		{ cell_bad=1 cell_why="tear-down after writing failed"; return; }
 	# checks run on a loopmq without the fault, in the same mode
 	run load.log load "$mode" || { cell_bad=1 cell_why="cannot reload loopmq"; return; }

@@ -110,10 +110,15 @@ done
 unset _l
 
 lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
-# for a test that loads the stock loop driver beside the one under test
+# for a test that loads the stock loop driver beside the one under test:
+# in replace mode, where the stock driver cannot load, the test runs
+# loopmq beside it (loopmqN, /dev/loopmq-control) instead
 lmq_needs_stock_loop() {
-	[ "$LMQ_DRIVER" != replace ] ||
-		skip_all "uses the stock loop driver beside loopmq: not in replace mode"
+	[ "$LMQ_DRIVER" = replace ] || return 0
+	rm -f /etc/modprobe.d/lmq-replace.conf
+	LMQ_DRIVER=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_PREFIX=/dev/$LMQ_NAME
+	diag "replace mode: this test uses the stock loop driver, so loopmq runs beside it"
 }
 lmq_dev()    { echo "$LMQ_PREFIX$1"; }
 lmq_sys()    { echo "/sys/block/$LMQ_NAME$1"; }
