@@ -202,7 +202,6 @@ void loopmq_kthread_queue(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 			  bool wake);
 void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 		       bool async);
-void loopmq_discard_work(struct work_struct *work);
 
 /* loopmq_aio.c */
 int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,

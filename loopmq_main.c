@@ -370,7 +370,7 @@ static int loopmq_set_backing_limits(struct loopmq_device *lo, unsigned int lbs)
 }
 
 /* Called from the I/O path's work item when fallocate said EOPNOTSUPP. */
-void loopmq_discard_work(struct work_struct *work)
+static void loopmq_discard_work(struct work_struct *work)
 {
 	struct loopmq_device *lo = container_of(work, struct loopmq_device,
 						discard_work);

@@ -45,10 +45,11 @@ W=/tmp/t71
 mkdir -p $W
 PRE=/sys/kernel/debug/sched/preempt
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-case $(uname -r) in
-*-amd64) T=${RACE_SECONDS:-30} T2=6 ;;
-*) T=${RACE_SECONDS:-90} T2=4 ;;	# debug kernel: see above
-esac
+if [ "$LMQ_SLOW" = 1 ]; then	# debug kernel: see above
+	T=${RACE_SECONDS:-90} T2=4
+else
+	T=${RACE_SECONDS:-30} T2=6
+fi
 IDX=5
 modprobe_was=$(cat /proc/sys/kernel/modprobe)
 restore() { echo "$modprobe_was" >/proc/sys/kernel/modprobe; }

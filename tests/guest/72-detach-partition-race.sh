@@ -23,10 +23,7 @@ requires() {
 
 W=/tmp/t72
 mkdir -p $W
-case $(uname -r) in
-*-amd64) N=${RACE_CYCLES:-40} ;;
-*) N=${RACE_CYCLES:-12} ;;	# debug kernel: KASAN, lockdep, ~10x slower
-esac
+N=${RACE_CYCLES:-$((LMQ_SLOW ? 12 : 40))}	# debug kernel: ~10x slower
 MAXFAIL=3
 
 truncate -s 32M $W/img

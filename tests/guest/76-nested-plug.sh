@@ -51,8 +51,7 @@ requires() {
 }
 . /tests/lib/guest.sh
 
-debug=0
-case $(uname -r) in *-amd64) ;; *) debug=1 ;; esac
+debug=$LMQ_SLOW
 M=/mnt/t76
 mkdir -p $M/low $M/mid
 lmq_load 2 || { fail "load $LMQ_MOD"; stop_testing; }

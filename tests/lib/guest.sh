@@ -83,7 +83,17 @@ if [ "$LMQ_DRIVER" = loop ]; then
 	export LOOPMQCTL_PREFIX=loop
 else
 	[ "$LMQ_DRIVER" = replace ] || LMQ_DRIVER=loopmq
-	LMQ_MOD=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_MOD=loopmq
+	if [ "$LMQ_DRIVER" = replace ]; then
+		# loopmq in replace mode (replace_loop=1): every load of
+		# loopmq, lmq_load's or a test's own modprobe, gets it from
+		# modprobe.d
+		LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+		mkdir -p /etc/modprobe.d
+		echo "options loopmq replace_loop=1" >/etc/modprobe.d/lmq-replace.conf
+	else
+		LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	fi
 	# the module's own list (its mode parameter's description), not a copy
 	LMQ_MODES=${LMQ_MODES:-$(modinfo -p loopmq 2>/dev/null |
 		sed -n 's/^mode:.*one of: \([a-z ]*\)\..*/\1/p')}
@@ -92,13 +102,6 @@ else
 		exit 1
 	fi
 	unset LOOPMQCTL_PREFIX
-fi
-if [ "$LMQ_DRIVER" = replace ]; then
-	# loopmq in replace mode (replace_loop=1): every load of loopmq,
-	# lmq_load's or a test's own modprobe, gets it from modprobe.d
-	LMQ_NAME=loop LMQ_CTL=/dev/loop-control
-	mkdir -p /etc/modprobe.d
-	echo "options loopmq replace_loop=1" >/etc/modprobe.d/lmq-replace.conf
 fi
 LMQ_PREFIX=/dev/$LMQ_NAME
 LMQ_SCRATCH=${SCRATCH:-/dev/vda}
