@@ -66,13 +66,20 @@ CHECKPATCH_IGNORE = ENOSYS,EMBEDDED_FILENAME
 CHECKPATCH_UAPI = include/uapi/loopmq.h
 CHECKPATCH_UAPI_IGNORE = $(CHECKPATCH_IGNORE),COMPLEX_MACRO,MACRO_ARG_REUSE
 CHECKPATCH = perl $$tree/scripts/checkpatch.pl --no-tree --strict --quiet
+# The user-space tool, in the same style, less what only the kernel has:
+# ARRAY_SIZE and __printf, and its <inttypes.h> PRIu64 macros are no
+# CamelCase.  Its messages are split across source lines as util-linux's
+# are (SPLIT_STRING): each is one printf, so grep finds it by its start.
+CHECKPATCH_TOOLS = $(wildcard tools/*.c tools/*.h)
+CHECKPATCH_TOOLS_IGNORE = ARRAY_SIZE,PREFER_DEFINED_ATTRIBUTE_MACRO,CAMELCASE,SPLIT_STRING
 
 style: deps
 	@tree=$$(scripts/linux-source.sh) && \
 	$(CHECKPATCH) --ignore $(CHECKPATCH_IGNORE) \
 		-f $(filter-out $(CHECKPATCH_UAPI),$(CHECKPATCH_FILES)) && \
 	$(CHECKPATCH) --ignore $(CHECKPATCH_UAPI_IGNORE) -f $(CHECKPATCH_UAPI) && \
-	echo "  STYLE   checkpatch clean: $(CHECKPATCH_FILES)"
+	$(CHECKPATCH) --ignore $(CHECKPATCH_TOOLS_IGNORE) -f $(CHECKPATCH_TOOLS) && \
+	echo "  STYLE   checkpatch clean: $(CHECKPATCH_FILES) $(CHECKPATCH_TOOLS)"
 
 sparse: deps
 	@set -e; for k in $(KERNELS); do \

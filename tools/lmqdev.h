@@ -96,6 +96,7 @@ enum lmq_attach_step {
 	LMQ_STEP_SET_DIRECT_IO,
 	LMQ_STEP_SET_MODE,	/* loopmq's dispatch mode */
 };
+
 const char *lmq_attach_step_name(enum lmq_attach_step step);
 
 /*

@@ -337,8 +337,10 @@ static void set_columns(struct outfmt *f, const enum col_id *cols, int n)
 		f->cols[f->ncols] = cols[f->ncols];
 }
 
-/* Safe text for the table: non-printable bytes (and in raw mode blanks
- * and backslashes) as \xNN. */
+/*
+ * Safe text for the table: non-printable bytes (and in raw mode blanks
+ * and backslashes) as \xNN.
+ */
 static void encode(const char *s, int raw, char *out, size_t len)
 {
 	size_t o = 0;
@@ -590,11 +592,10 @@ static int parse_columns(const char *spec, struct outfmt *f)
 	char *copy, *tok, *save = NULL;
 	int c, rc = 0;
 
-	if (*spec == '+') {
+	if (*spec == '+')
 		spec++;
-	} else {
+	else
 		f->ncols = 0;
-	}
 	copy = strdup(spec);
 	if (!copy)
 		return -1;
@@ -1438,21 +1439,18 @@ int main(int argc, char **argv)
 		if (o.list || (nargs == 0 && !o.have_offset &&
 			       !o.have_sizelimit && !o.have_bs &&
 			       !o.have_dio && !o.have_mode && !o.ro &&
-			       !o.partscan && !o.show))
+			       !o.partscan && !o.show)) {
 			o.act = nargs ? A_SHOW_ONE : A_LIST;
-		else if (nargs == 2)
+		} else if (nargs == 2) {
 			o.act = A_ATTACH;
-		else if (nargs == 1 && (o.have_bs || o.have_dio ||
-					 o.have_mode))
+		} else if (nargs == 1 &&
+			   (o.have_bs || o.have_dio || o.have_mode)) {
 			o.act = A_SET;
-		else if (nargs == 1)
+		} else if (nargs == 1) {
 			o.act = A_SHOW_ONE;
-		else if (nargs == 0) {
-			error_at(NULL, 0, "no device or file given");
-			try_help();
-			return 1;
 		} else {
-			error_at(NULL, 0, "too many arguments");
+			error_at(NULL, 0, nargs ? "too many arguments" :
+				 "no device or file given");
 			try_help();
 			return 1;
 		}
