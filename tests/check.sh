@@ -91,16 +91,25 @@ collect() {	# collect NAME: a background step's output and outcome
 	record "$1" "$rc" "$sec" "$log"
 }
 
-guest_run() {	# guest_run K[:replace] [TEST-NAME...]: guest tests on kernel K
-	local scripts=() t drv=()
+# guest_run K[:replace][%P] [TEST-NAME...]: guest tests on kernel K; with
+# %P only part P of PARTS (every PARTS-th script from the P-th on)
+guest_run() {
+	local scripts=() all=() t drv=() k=${1%\%*} p="" i
+	case $1 in *%*) p=${1##*%};; esac
 	if [ $# -gt 1 ]; then
-		for t in "${@:2}"; do scripts+=("tests/guest/$t.sh"); done
+		for t in "${@:2}"; do all+=("tests/guest/$t.sh"); done
 	else
 		# shellcheck disable=SC2206
-		scripts=(tests/guest/$guest)
+		all=(tests/guest/$guest)
 	fi
-	case $1 in *:replace) drv=(--driver replace);; esac
-	tests/vm/run --kernel "${1%%:*}" "${drv[@]}" "${scripts[@]}"
+	for i in "${!all[@]}"; do
+		[ -z "$p" ] || [ $((i % PARTS + 1)) = "$p" ] && scripts+=("${all[i]}")
+	done
+	if [ ${#scripts[@]} -eq 0 ]; then
+		echo "no guest tests in part $p of $PARTS"; return 0
+	fi
+	case $k in *:replace) drv=(--driver replace);; esac
+	tests/vm/run --kernel "${k%%:*}" "${drv[@]}" "${scripts[@]}"
 }
 
 # The debug kernel (KASAN, lockdep, kmemleak) runs guests 3-10 times slower
@@ -147,6 +156,8 @@ kname() {	# kname K[:replace]: how a step names the kernel and mode
 }
 job_name() {	# job_name JOB: the step name of a pool job
 	case $1 in
+	guest:*%*) local k=${1#guest:}
+		echo "guest tests on $(kname "${k%\%*}"), part ${k##*%} of $PARTS";;
 	guest:*) echo "guest tests on $(kname "${1#guest:}")";;
 	crash:*) echo "crash consistency on ${1#crash:}";;
 	esac
@@ -178,11 +189,17 @@ t0=$(date +%s)
 rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
 rm -rf "$logdir"/claim.*
 # The Debian kernels' suites: the first runs in the host lane, the others
-# go to the pool (not with --quick, which runs them side by side).
+# go to the pool (not with --quick, which runs them side by side), each in
+# PARTS parts: the debug lane, done with its own suite while the host lane
+# is still on the second Debian suite, takes a part (measured: the host
+# lane ran 6.1 then all of 6.12 and ended ~800 s after the debug lane).
+PARTS=${SUITE_PARTS:-2}
 debian=()
 for k in "${kernels[@]}"; do [ "$k" = debug ] || debian+=("$k"); done
 if [ -z "$quick" ]; then
-	for k in "${debian[@]:1}"; do pool+=("guest:$k"); done
+	for k in "${debian[@]:1}"; do
+		for ((i = 1; i <= PARTS; i++)); do pool+=("guest:$k%$i"); done
+	done
 fi
 # crash consistency (tests/crash/run): kill QEMU while loopmq flushes
 # (see crash_job for which trials); the durability of flushes is the
