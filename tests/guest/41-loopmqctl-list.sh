@@ -15,6 +15,7 @@ DESCRIPTION="loopmqctl lists exactly what util-linux losetup lists"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
 	[ -n "$LOSETUP" ] || skip_all "no util-linux losetup"
+	lmq_needs_stock_loop
 	require_cmd jq
 }
 . /tests/lib/guest.sh
