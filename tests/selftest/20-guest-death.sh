@@ -67,7 +67,12 @@ s1=$(date +%s)
 sed 's/^/# C| /' "$log" | grep -v '^# C| #   \['
 st_ok "$([ $rc -ne 0 ]; echo $?)" "C: run exits non-zero (status $rc)"
 st_line "C: global timeout reported" "$log" '^not ok 1 sleepy # guest died.*global timeout \(45s\)'
-st_ok "$([ $((s1 - s0)) -lt 120 ]; echo $?)" "C: the run ended in $((s1 - s0))s"
+# The guest's own span as the harness reports it ("..., 47s, logs in"),
+# not this script's wall clock, which on a loaded host also holds the
+# module and initramfs builds (126 s once, beside three other guests).
+span=$(sed -n 's/^# kernel .*), \([0-9]*\)s, logs in .*/\1/p' "$log")
+st_ok "$([ -n "$span" ] && [ "$span" -lt 90 ]; echo $?)" \
+	"C: the guest was stopped ${span:-?}s after it started (timeout 45s; $((s1 - s0))s with the builds)"
 log=$g/d.log
 "$top/tests/vm/run" "${st_args[@]}" --append rdinit=/no/such/init "$g/never.sh" >"$log" 2>&1
 rc=$?
