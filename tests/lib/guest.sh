@@ -75,6 +75,14 @@ set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 . /tests/lib/tap.sh
 
+# loopmq's device names in LMQ_DRIVER's mode (replace: the stock names)
+_lmq_mq_names() {
+	if [ "$LMQ_DRIVER" = replace ]; then
+		LMQ_NAME=loop LMQ_CTL=/dev/loop-control
+	else
+		LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	fi
+}
 LMQ_DRIVER=${LMQ_DRIVER:-$(sed -n 's/.*lmq_driver=\([a-z]*\).*/\1/p' /proc/cmdline 2>/dev/null)}
 LMQ_DRIVER=${LMQ_DRIVER:-loopmq}
 if [ "$LMQ_DRIVER" = loop ]; then
@@ -84,15 +92,13 @@ if [ "$LMQ_DRIVER" = loop ]; then
 else
 	[ "$LMQ_DRIVER" = replace ] || LMQ_DRIVER=loopmq
 	LMQ_MOD=loopmq
+	_lmq_mq_names
 	if [ "$LMQ_DRIVER" = replace ]; then
 		# loopmq in replace mode (replace_loop=1): every load of
 		# loopmq, lmq_load's or a test's own modprobe, gets it from
 		# modprobe.d
-		LMQ_NAME=loop LMQ_CTL=/dev/loop-control
 		mkdir -p /etc/modprobe.d
 		echo "options loopmq replace_loop=1" >/etc/modprobe.d/lmq-replace.conf
-	else
-		LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
 	fi
 	# the module's own list (its mode parameter's description), not a copy
 	LMQ_MODES=${LMQ_MODES:-$(modinfo -p loopmq 2>/dev/null |
@@ -119,7 +125,8 @@ lmq_is_mq()  { [ "$LMQ_DRIVER" != loop ]; }
 lmq_needs_stock_loop() {
 	[ "$LMQ_DRIVER" = replace ] || return 0
 	rm -f /etc/modprobe.d/lmq-replace.conf
-	LMQ_DRIVER=loopmq LMQ_NAME=loopmq LMQ_CTL=/dev/loopmq-control
+	LMQ_DRIVER=loopmq
+	_lmq_mq_names
 	LMQ_PREFIX=/dev/$LMQ_NAME
 	diag "replace mode: this test uses the stock loop driver, so loopmq runs beside it"
 }

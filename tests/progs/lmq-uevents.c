@@ -42,8 +42,6 @@
 
 #include "lmq-common.h"
 
-#define MAX_PARTS 64
-
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -52,19 +50,15 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* the partition number of NAME if it is DISK's partition, else 0 */
-static int part_of(const char *name, const char *disk)
+/* is NAME one of DISK's partitions (DISKp<number>)? */
+static int is_part_of(const char *name, const char *disk)
 {
 	size_t n = strlen(disk);
 	char *end;
-	long p;
 
-	if (strncmp(name, disk, n) || name[n] != 'p')
+	if (strncmp(name, disk, n) || name[n] != 'p' || !name[n + 1])
 		return 0;
-	p = strtol(name + n + 1, &end, 10);
-	if (*end || p <= 0 || p >= MAX_PARTS)
-		return 0;
-	return p;
+	return strtol(name + n + 1, &end, 10) > 0 && !*end;
 }
 
 int main(int argc, char **argv)
@@ -163,7 +157,7 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		if (!part_of(devname, disk))
+		if (!is_part_of(devname, disk))
 			continue;
 		if (!strcmp(action, "add"))
 			adds++;
