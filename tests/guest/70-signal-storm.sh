@@ -102,9 +102,9 @@ errs() {	# ERR = the device's errors counter (0 for the stock driver)
 fbs_total=0
 
 # ---- file systems ---------------------------------------------------------
-# UUIDs and ext4's hash seed given: the guest's crng is not initialised,
-# and libuuid then sleeps 125 ms per getrandom() attempt (mkfs.ext4 4 s,
-# 0.2 s with these; mkfs.xfs still asks for more and takes ~3.5 s)
+# UUIDs and ext4's hash seed given: where the guest's CRNG is not ready
+# (tests/vm/run boots with RDRAND trusted, so it is there), libuuid sleeps
+# 125 ms per getrandom() attempt (mkfs.ext4 4 s, 0.2 s with these)
 U_LE=70700000-0000-4000-8000-000000000001 U_LX=70700000-0000-4000-8000-000000000002
 U_UE=70700000-0000-4000-8000-000000000003 U_UX=70700000-0000-4000-8000-000000000004
 E4OPT=nodiscard,lazy_itable_init=1,lazy_journal_init=1,hash_seed=70700000-0000-4000-8000-000000000005
