@@ -98,6 +98,8 @@ guest_run() {
 	case $1 in *%*) p=${1##*%};; esac
 	if [ $# -gt 1 ]; then
 		for t in "${@:2}"; do all+=("tests/guest/$t.sh"); done
+	elif [ "$k" = debug ] && [ -z "$debug_only" ] && [ "$guest" = '*.sh' ]; then
+		for t in $DEBUG_SET; do all+=("tests/guest/$t.sh"); done
 	else
 		# shellcheck disable=SC2206
 		all=(tests/guest/$guest)
@@ -130,11 +132,12 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
 77-backing-cycle 78-lockdep-inline'
 
-# The pool: jobs any lane may take once it is free, in this order: the
-# guest suites of the Debian kernels after the first, then the crash
+# The pool: jobs any lane may take once it is free, longest first: the
+# debug suite's parts after the first (they wait for the build), the
+# parts of the Debian kernels' suites after the first, then the crash
 # trials, one job per Debian kernel (the first carries the negative
 # control).  Two lanes take from it: the host lane after its own suite,
-# the debug lane after the debug suite.  (A third, the self-test lane,
+# the debug lane after the debug suite's first part.  (A third, the self-test lane,
 # made things slower: three guests on the two cores cost 21% more QEMU
 # CPU for the same 6.1 suite, 1414 s against 1167, and starved the debug
 # kernel's build on a fresh machine.)  A job is taken by creating its
@@ -167,6 +170,8 @@ pool_run() {	# run each pool job no lane has taken yet
 	for j in "${pool[@]}"; do
 		mkdir "$logdir/claim.$j" 2>/dev/null || continue
 		case $j in
+		guest:debug*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
+			bg "$(job_name "$j")" debug_job "${j#guest:}";;
 		guest:*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
 			bg "$(job_name "$j")" guest_run "${j#guest:}";;
 		crash:*) bg "$(job_name "$j")" crash_job "${j#crash:}" \
@@ -175,15 +180,23 @@ pool_run() {	# run each pool job no lane has taken yet
 	done
 }
 
-debug_lane() {	# build the debug kernel, run its guest tests, then the pool
-	local list=()
+debug_lane() {	# build the debug kernel, run its first part, then the pool
 	bg "build debug kernel" scripts/debug-kernel.sh --build || return 1
-	# shellcheck disable=SC2206
-	[ -z "$debug_only" ] && [ "$guest" = '*.sh' ] && list=($DEBUG_SET)
 	HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
-		bg "guest tests on debug" guest_run debug "${list[@]}"
+		bg "$(job_name guest:debug%1)" guest_run debug%1
 	pool_run
 }
+debug_built() {	# wait for the debug lane's build; fail if it failed
+	local log rc=1
+	log=$(logname "build debug kernel")
+	while [ -n "$debug_pid" ] && [ ! -f "$log.rc" ] && kill -0 "$debug_pid" 2>/dev/null; do
+		sleep 5
+	done
+	[ -f "$log.rc" ] && read -r rc _ <"$log.rc"
+	[ "$rc" = 0 ] || echo "the debug kernel was not built (step: build debug kernel)"
+	[ "$rc" = 0 ]
+}
+debug_job() { debug_built && guest_run "$1"; }	# a part of the debug suite
 
 t0=$(date +%s)
 rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
@@ -196,6 +209,13 @@ rm -rf "$logdir"/claim.*
 PARTS=${SUITE_PARTS:-2}
 debian=()
 for k in "${kernels[@]}"; do [ "$k" = debug ] || debian+=("$k"); done
+# The debug suite too: the debug lane runs part 1 after the build, the
+# rest is in the pool, first, as the longest jobs (whichever lane is free
+# takes them once the build is done).
+for k in "${kernels[@]}"; do
+	[ "$k" = debug ] && [ -n "$have_debug" ] || continue
+	for ((i = 2; i <= PARTS; i++)); do pool+=("guest:debug%$i"); done
+done
 if [ -z "$quick" ]; then
 	for k in "${debian[@]:1}"; do
 		for ((i = 1; i <= PARTS; i++)); do pool+=("guest:$k%$i"); done
@@ -204,7 +224,7 @@ fi
 # crash consistency (tests/crash/run): kill QEMU while loopmq flushes
 # (see crash_job for which trials); the durability of flushes is the
 # power-loss trials' job (80-power-loss).
-if [ -z "$quick" ] && [ -z "$debug_only" ]; then
+if [ -z "$quick" ] && [ -z "$debug_only" ] && [ ${#debian[@]} -gt 0 ]; then
 	for k in "${debian[@]}"; do pool+=("crash:${k%%:*}"); done
 	first_crash=crash:${debian[0]%%:*}
 fi
@@ -278,7 +298,7 @@ if [ -n "$debug_pid" ]; then
 	echo "=== waiting for the debug kernel's lane"
 	wait "$debug_pid"
 	collect "build debug kernel"
-	collect "guest tests on debug"
+	collect "$(job_name guest:debug%1)"
 fi
 for j in "${pool[@]}"; do collect "$(job_name "$j")"; done
 
