@@ -8,7 +8,10 @@
 #            buffered file on tmpfs;
 #   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
 # Every cell must finish with no fio error and no verify mismatch, and the
-# device must report the requested block size and dio state.
+# device must report the requested block size and dio state.  A cell writes
+# 2 MiB in requests of the logical block size to 64 KiB (about 60 writes)
+# and then mixes 2 MiB of 4 KiB reads and writes: every request size class
+# and alignment the cell is about.
 DESCRIPTION="fio crc32c verify in every mode x backing x logical block size"
 requires() {
 	require_cmd lmq-ioctl lmq-stats fio
@@ -30,12 +33,12 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	[ -b $D ] || { fail "$tag: $D is not a block device"; return; }
 	is "$(cat $S/queue/logical_block_size) $(cat $S/loop/dio)" "$lbs $dio" "$tag: block size, dio"
 	out=$(fio --name=wv --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
-		--rw=randwrite --bsrange=$lbs-64k --size=4M --verify=crc32c --do_verify=1 \
+		--rw=randwrite --bsrange=$lbs-64k --size=2M --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --output-format=terse 2>&1)
 	[ $? = 0 ] && pass "$tag: write then verify" ||
 		{ fail "$tag: write then verify"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
 	out=$(fio --name=rw --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
-		--rw=randrw --bs=$((lbs > 4096 ? lbs : 4096)) --size=4M --io_size=3M \
+		--rw=randrw --bs=$((lbs > 4096 ? lbs : 4096)) --size=2M --io_size=2M \
 		--verify=crc32c --verify_backlog=32 --verify_fatal=1 --output-format=terse 2>&1)
 	[ $? = 0 ] && pass "$tag: randrw with verify_backlog" ||
 		{ fail "$tag: randrw with verify_backlog"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
