@@ -110,6 +110,7 @@ guest_run() {
 	if [ ${#scripts[@]} -eq 0 ]; then
 		echo "no guest tests in part $p of $PARTS"; return 0
 	fi
+	[ "${k%%:*}" = debug ] && { debug_built || return 1; }
 	case $k in *:replace) drv=(--driver replace);; esac
 	tests/vm/run --kernel "${k%%:*}" "${drv[@]}" "${scripts[@]}"
 }
@@ -137,8 +138,8 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 # parts of the Debian kernels' suites after the first, then the crash
 # trials, one job per Debian kernel (the first carries the negative
 # control).  Two lanes take from it: the host lane after its own suite,
-# the debug lane after the debug suite's first part.  (A third, the self-test lane,
-# made things slower: three guests on the two cores cost 21% more QEMU
+# the debug lane after the debug suite's first part.  (A third, the
+# self-test lane, made things slower: three guests on the two cores cost 21% more QEMU
 # CPU for the same 6.1 suite, 1414 s against 1167, and starved the debug
 # kernel's build on a fresh machine.)  A job is taken by creating its
 # claim directory, which only one lane can do.
@@ -170,8 +171,6 @@ pool_run() {	# run each pool job no lane has taken yet
 	for j in "${pool[@]}"; do
 		mkdir "$logdir/claim.$j" 2>/dev/null || continue
 		case $j in
-		guest:debug*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
-			bg "$(job_name "$j")" debug_job "${j#guest:}";;
 		guest:*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
 			bg "$(job_name "$j")" guest_run "${j#guest:}";;
 		crash:*) bg "$(job_name "$j")" crash_job "${j#crash:}" \
@@ -186,7 +185,8 @@ debug_lane() {	# build the debug kernel, run its first part, then the pool
 		bg "$(job_name guest:debug%1)" guest_run debug%1
 	pool_run
 }
-debug_built() {	# wait for the debug lane's build; fail if it failed
+debug_built() {	# wait for the debug lane's build (a pool job may come
+		# first); fail if it failed
 	local log rc=1
 	log=$(logname "build debug kernel")
 	while [ -n "$debug_pid" ] && [ ! -f "$log.rc" ] && kill -0 "$debug_pid" 2>/dev/null; do
@@ -196,7 +196,6 @@ debug_built() {	# wait for the debug lane's build; fail if it failed
 	[ "$rc" = 0 ] || echo "the debug kernel was not built (step: build debug kernel)"
 	[ "$rc" = 0 ]
 }
-debug_job() { debug_built && guest_run "$1"; }	# a part of the debug suite
 
 t0=$(date +%s)
 rm -f "$logdir"/*.rc	# a background step's outcome is from this run or none
