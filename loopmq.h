@@ -48,6 +48,8 @@ struct loopmq_backing {
 	bool		is_reg;		/* regular file: freeze protection */
 	bool		read_only;	/* LO_FLAGS_READ_ONLY */
 	bool		never_blocks;	/* tmpfs: buffered I/O is a memcpy */
+	bool		remap;		/* block device, dio: loopmq_remap.c */
+	bool		remap_nowait;	/* ... whose queue takes REQ_NOWAIT */
 };
 
 struct loopmq_device {
@@ -89,6 +91,7 @@ struct loopmq_device {
 	unsigned int		stack_used_max;	/* stack probe: deepest call */
 	unsigned int		stack_entry_max; /* stack probe: depth at entry */
 
+	struct bio_set		bio_set;	/* remap: clones after the first */
 	struct work_struct	discard_work;	/* stop advertising discard */
 	struct loopmq_pcpu_stats __percpu *stats;
 };
@@ -104,8 +107,14 @@ struct loopmq_cmd {
 	bool			from_kthread;	/* executed by the kthread */
 	bool			finish_sync;	/* was short: sync loop only */
 	blk_status_t		status;		/* final status */
-	atomic_t		ref;		/* kiocb in flight: see aio.c */
+	atomic_t		ref;		/* kiocb or clones in flight */
 	long			res;		/* ->ki_complete's result */
+	/* The remap path (loopmq_remap.c) */
+	bool			remap_nowait;	/* clones carry REQ_NOWAIT */
+	bool			remap_off;	/* the backing refused: file */
+	bool			remap_inval;	/* kthread: drop cached pages */
+	blk_status_t		remap_status;	/* a clone's error */
+	struct bio		clone;		/* the first bio's clone */
 };
 
 /*
@@ -137,6 +146,7 @@ extern bool loopmq_stack_probe;
 extern bool loopmq_nowait_adaptive;
 extern bool loopmq_fault_drop_flush;
 extern bool loopmq_lockdep_guard;
+extern bool loopmq_remap;
 extern const char * const loopmq_mode_names[LOOPMQ_MODE_NR];
 const char *loopmq_disk_prefix(void);	/* "loopmq", or "loop" when replacing */
 
@@ -207,5 +217,11 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,
 		      bool nowait);
 int loopmq_sync_rw(struct loopmq_device *lo, struct request *rq);
+
+/* loopmq_remap.c */
+bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq);
+int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
+			bool nowait);
+void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq);
 
 #endif /* LOOPMQ_H */

@@ -31,6 +31,13 @@
  *   flight is one, so blocking costs no parallelism (the decaying-maximum
  *   idea of Rusty Russell's virtio heuristic); the kthread otherwise.
  *
+ * On a block-device backing with direct I/O a request is not a call on
+ * the file but clones of its bios sent to the backing device (path
+ * ``remap``, DOC: remap in loopmq_remap.c).  The mode and the guards
+ * below choose the task that submits them as they do for the file, with
+ * the backing's REQ_NOWAIT in the role of IOCB_NOWAIT; flush, discard
+ * and write-zeroes are bios too, and so are not sent to the kthread.
+ *
  * Guards, in every mode that would run a request inline:
  *
  * - nested: the submitter is in a NOIO scope.  loopmq's own inline calls
@@ -348,8 +355,14 @@ static void loopmq_track_inflight(struct loopmq_device *lo)
 		WRITE_ONCE(lo->recent_peak, cur);
 }
 
+/*
+ * How @rq runs in @mode.  @remap: it goes to the backing device as bios
+ * (loopmq_remap.c), which any operation may, and which takes REQ_NOWAIT
+ * where the backing's queue does.
+ */
 static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
-					struct request *rq, int mode, int *fb)
+					struct request *rq, int mode,
+					bool remap, int *fb)
 {
 	enum req_op op = req_op(rq);
 	bool nowait, sync_ok = false;
@@ -366,13 +379,15 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		if (sync_fb < 0)
 			return LOOPMQ_RUN_SYNC;
 	}
-	if (op != REQ_OP_READ && op != REQ_OP_WRITE) {
+	if (op != REQ_OP_READ && op != REQ_OP_WRITE && !remap) {
 		*fb = sync_fb >= 0 ? sync_fb : LOOPMQ_FB_OP;
 		return LOOPMQ_RUN_KTHREAD;
 	}
 
+	if (remap)
+		nowait = lo->b.remap_nowait;
 	/* Buffered FUA means an fsync in write_iter: it would block. */
-	if (op == REQ_OP_WRITE)
+	else if (op == REQ_OP_WRITE)
 		nowait = lo->b.nowait_write &&
 			 (lo->b.use_dio || !((rq->cmd_flags & REQ_FUA) ||
 					     loopmq_file_dsync(lo->b.file)));
@@ -394,7 +409,8 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 		sync_ok = sync_fb < 0;
 	}
 
-	if (nowait && op == REQ_OP_WRITE && READ_ONCE(loopmq_nowait_adaptive) &&
+	if (!remap && nowait && op == REQ_OP_WRITE &&
+	    READ_ONCE(loopmq_nowait_adaptive) &&
 	    loopmq_nowait_hopeless(lo)) {
 		if (sync_ok)
 			return LOOPMQ_RUN_SYNC;
@@ -595,16 +611,13 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 		loopmq_kiocb_complete(lo, rq, ret, async);
 }
 
-static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
+/* The kthread's call on the backing file. */
+static void loopmq_kthread_file(struct loopmq_device *lo, struct request *rq)
 {
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	enum req_op op = req_op(rq);
 	int ret;
 
-	cmd->from_kthread = true;
-	/* Charge the I/O to the submitter's cgroup, not to ours. */
-	if (rq->bio)
-		kthread_associate_blkcg(bio_blkcg_css(rq->bio));
 	if ((op == REQ_OP_READ || op == REQ_OP_WRITE) && lo->b.use_dio &&
 	    !cmd->done && !cmd->finish_sync) {
 		/* Async: the kthread must not serialise direct I/O. */
@@ -616,6 +629,24 @@ static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 		loopmq_count_path(lo, LOOPMQ_PATH_KTHREAD);
 		loopmq_end_errno(rq, ret);
 	}
+}
+
+static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+	cmd->from_kthread = true;
+	if (cmd->remap_inval) {
+		loopmq_remap_finish(lo, rq);
+		return;
+	}
+	/* Charge the I/O to the submitter's cgroup, not to ours. */
+	if (rq->bio)
+		kthread_associate_blkcg(bio_blkcg_css(rq->bio));
+	/* Clones are submitted blocking here; after that @rq may be gone. */
+	if (cmd->done || cmd->finish_sync || !loopmq_remap_ok(lo, rq) ||
+	    loopmq_remap_submit(lo, rq, false))
+		loopmq_kthread_file(lo, rq);
 	kthread_associate_blkcg(NULL);
 }
 
@@ -679,21 +710,29 @@ void loopmq_thread_stop(struct loopmq_device *lo)
 }
 
 /*
- * Run @rq in the submitter's task: a NOWAIT kiocb (@aio) or the blocking
- * call, between loopmq_inline_enter() and loopmq_inline_exit(), with the
- * stack probe around it.  Only the stack is looked at afterwards: once the
- * kiocb is queued, @rq may be completed and gone.
+ * Run @rq in the submitter's task, as @action says: a NOWAIT kiocb
+ * (LOOPMQ_RUN_AIO) or the blocking call (LOOPMQ_RUN_SYNC), or with
+ * @remap its clones, with REQ_NOWAIT or without.  Between
+ * loopmq_inline_enter() and loopmq_inline_exit(), with the stack probe
+ * around it.  Only the stack is looked at afterwards: once the kiocb or
+ * the clones are submitted, @rq may be completed and gone.
  */
 static int loopmq_run_inline(struct loopmq_device *lo, struct request *rq,
-			     bool aio)
+			     enum loopmq_action action, bool remap)
 {
+	bool nowait = action == LOOPMQ_RUN_AIO;
 	struct loopmq_inline in;
 	unsigned long *probe;
 	int ret;
 
 	probe = loopmq_stack_paint();
 	loopmq_inline_enter(&in);
-	ret = aio ? loopmq_aio_submit(lo, rq, true) : loopmq_exec_sync(lo, rq);
+	if (remap)
+		ret = loopmq_remap_submit(lo, rq, nowait);
+	else if (nowait)
+		ret = loopmq_aio_submit(lo, rq, true);
+	else
+		ret = loopmq_exec_sync(lo, rq);
 	loopmq_inline_exit(&in);
 	loopmq_stack_measure(lo, probe);
 	return ret;
@@ -706,6 +745,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct loopmq_device *lo = rq->q->queuedata;
 	enum loopmq_action action;
+	bool remap;
 	int fb, ret;
 
 	blk_mq_start_request(rq);
@@ -713,6 +753,8 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->nowait = false;
 	cmd->from_kthread = false;
 	cmd->finish_sync = false;
+	cmd->remap_off = false;
+	cmd->remap_inval = false;
 	loopmq_track_inflight(lo);
 
 	/* Unbound (a request racing detach), or a write to a read-only one. */
@@ -722,10 +764,20 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 		goto out;
 	}
 
-	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), &fb);
+	remap = loopmq_remap_ok(lo, rq);
+	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), remap, &fb);
+	if (remap && action != LOOPMQ_RUN_KTHREAD) {
+		/* After success, @rq may be completed and gone. */
+		if (loopmq_run_inline(lo, rq, action, true)) {
+			/* No clone without waiting: the kthread may wait. */
+			loopmq_count_fb(lo, LOOPMQ_FB_EAGAIN);
+			loopmq_kthread_queue(lo, cmd, false);
+		}
+		goto out;
+	}
 	switch (action) {
 	case LOOPMQ_RUN_SYNC:
-		ret = loopmq_run_inline(lo, rq, false);
+		ret = loopmq_run_inline(lo, rq, action, false);
 		if (loopmq_interrupted(ret)) {
 			/* As in loopmq_kiocb_done(); cmd->done kept progress. */
 			loopmq_count_fb(lo, LOOPMQ_FB_SIGNAL);
@@ -737,7 +789,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 		break;
 	case LOOPMQ_RUN_AIO:
 		cmd->nowait = true;
-		ret = loopmq_run_inline(lo, rq, true);
+		ret = loopmq_run_inline(lo, rq, action, false);
 		/* After -EIOCBQUEUED, @rq may be completed and gone. */
 		if (ret != -EIOCBQUEUED)
 			loopmq_kiocb_done(lo, rq, ret, false);

@@ -194,6 +194,11 @@ module_param_named(fault_drop_flush, loopmq_fault_drop_flush, bool, 0444);
 MODULE_PARM_DESC(fault_drop_flush,
 		 "Testing only, loses data on power loss: acknowledge FLUSH without syncing the backing file and FUA writes without O_DSYNC (the power-loss trials' negative control). Default: N");
 
+bool loopmq_remap = true;
+module_param_named(remap, loopmq_remap, bool, 0644);
+MODULE_PARM_DESC(remap,
+		 "On a block-device backing with direct I/O, send requests to the backing device as bios, skipping its file layer (loopmq(4), REMAP). Default: Y");
+
 bool loopmq_lockdep_guard = true;
 module_param_named(lockdep_guard, loopmq_lockdep_guard, bool, 0644);
 MODULE_PARM_DESC(lockdep_guard,
@@ -310,6 +315,12 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 		lo->lo_flags |= LO_FLAGS_DIRECT_IO;
 	else
 		lo->lo_flags &= ~LO_FLAGS_DIRECT_IO;
+	/* The remap path, loopmq_remap.c */
+	lo->b.remap = lo->b.use_dio && S_ISBLK(inode->i_mode);
+	lo->b.remap_nowait = lo->b.remap && bdev_nowait(I_BDEV(inode));
+	/* Clean pages nobody uses (blkid's) would keep it off. */
+	if (lo->b.remap)
+		invalidate_mapping_pages(file->f_mapping, 0, -1);
 }
 
 static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs,
@@ -334,6 +345,18 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 		l->rotational = !bdev_nonrot(I_BDEV(inode));
 	else if (inode->i_sb->s_bdev)
 		l->rotational = !bdev_nonrot(inode->i_sb->s_bdev);
+	if (S_ISBLK(inode->i_mode)) {
+		struct request_queue *bq = bdev_get_queue(I_BDEV(inode));
+
+		/*
+		 * Requests that fit the backing's: its DMA alignment, and
+		 * no clone of the remap path needs to be split.
+		 */
+		l->max_hw_sectors = queue_max_sectors(bq);
+		l->max_segments = queue_max_segments(bq);
+		l->max_segment_size = queue_max_segment_size(bq);
+		l->dma_alignment = queue_dma_alignment(bq);
+	}
 	/*
 	 * Discard stays advertised on a read-only device, as with the stock
 	 * driver: the block layer then refuses it with EPERM.
@@ -1030,6 +1053,7 @@ static void loopmq_free_disk(struct gendisk *disk)
 {
 	struct loopmq_device *lo = disk->private_data;
 
+	bioset_exit(&lo->bio_set);
 	free_percpu(lo->stats);
 	mutex_destroy(&lo->mutex);
 	kfree(lo);
@@ -1074,6 +1098,10 @@ int loopmq_add(int index)
 	err = -ENOMEM;
 	if (!lo->stats)
 		goto out_free_dev;
+	/* Each device its own: a stacked one must not wait for ours. */
+	err = bioset_init(&lo->bio_set, BIO_POOL_SIZE, 0, 0);
+	if (err)
+		goto out_free_stats;
 
 	err = mutex_lock_killable(&loopmq_ctl_mutex);
 	if (err)
@@ -1147,6 +1175,7 @@ out_free_idr:
 	idr_remove(&loopmq_idr, lo->index);
 	mutex_unlock(&loopmq_ctl_mutex);
 out_free_stats:
+	bioset_exit(&lo->bio_set);
 	free_percpu(lo->stats);
 out_free_dev:
 	kfree(lo);

@@ -49,6 +49,7 @@
 	X(AIO_INLINE,	"aio_inline",	"aio requests done on submission") \
 	X(AIO_ASYNC,	"aio_async",	"aio requests completed later")	\
 	X(KTHREAD,	"kthread",	"requests run by the kthread")		\
+	X(REMAP,	"remap",	"requests sent to the backing device as bios") \
 	/* new entries above this line */
 
 /*

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopmq's remap path: a request on a block-device backing goes to that
+ * device as clones of its own bios, without the file layer.
+ */
+
+/**
+ * DOC: remap
+ *
+ * On a block-device backing with direct I/O, the file path turns each
+ * request into a kiocb, and the block device's file operations turn the
+ * kiocb back into bios.  The remap path skips the round trip: every bio of
+ * the request is cloned (the first into the request's PDU, the others from
+ * the device's bio_set), shifted by the offset and submitted to the
+ * backing device.  The clones share the request's pages; the request ends
+ * when its last clone does, in the backing's completion context, without
+ * a context switch (path ``remap``).
+ *
+ * Where it applies: the backing is a block device, direct I/O is on (so
+ * the block size and offset are already aligned to the backing's logical
+ * block size), and the parameter ``remap`` is on.  Reads, writes, FLUSH
+ * (an empty REQ_PREFLUSH bio) and, where the backing zeroes blocks
+ * (write_zeroes_max_bytes), DISCARD and WRITE_ZEROES: the file path makes
+ * both a zero-out of the block device (blkdev_fallocate), so both become
+ * REQ_OP_WRITE_ZEROES, unmapping unless REQ_NOUNMAP says otherwise.  The
+ * backing's limits are stacked onto the device when it is attached
+ * (logical block size, max sectors and segments, DMA alignment, discard
+ * granularity), so clones fit the backing without being split.
+ *
+ * Which task submits follows the dispatch mode and the inline guards as
+ * for the file path: the backing device taking REQ_NOWAIT (bdev_nowait())
+ * plays the role of a file offering IOCB_NOWAIT.  From queue_rq a clone
+ * carries REQ_NOWAIT; a clone ending BLK_STS_AGAIN (the backing had no
+ * free tag) sends the whole request to the kthread, which submits it
+ * again, blocking.  Redoing a whole request is safe: it has not
+ * completed, so nothing may depend on the order of its writes.  A
+ * backing that refuses a zero-out (BLK_STS_NOTSUPP) gets the request
+ * again through the file, which may fall back to writing zeroes.
+ *
+ * The page cache of the backing device.  A direct read through the file
+ * first writes back cached pages of its range; a direct write also drops
+ * the range's cached pages after the write.  The remap path keeps both
+ * rules: a request whose range has a page in the backing's page cache
+ * takes the file path, and after a remapped write the kthread drops the
+ * pages a buffered user cached meanwhile before the request completes.
+ * Attaching drops the clean cached pages of the backing (left by blkid,
+ * for example), so a cache that nobody uses does not keep the file path
+ * on.  This is as coherent as the file path and no more: a buffered user
+ * racing the write may still see either data, as with any O_DIRECT
+ * writer (tests/guest/82-remap.sh checks that a page cached before a
+ * write is not stale after it).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bio.h>
+#include <linux/pagemap.h>
+
+#include "loopmq.h"
+
+static struct block_device *loopmq_remap_bdev(struct loopmq_device *lo)
+{
+	return I_BDEV(lo->b.file->f_mapping->host);
+}
+
+/* Byte range of @rq on the backing device. */
+static void loopmq_remap_range(struct loopmq_device *lo, struct request *rq,
+			       loff_t *start, loff_t *end)
+{
+	*start = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + lo->b.offset;
+	*end = *start + blk_rq_bytes(rq) - 1;
+}
+
+/* Does the backing's page cache hold a page of @rq's range? */
+static bool loopmq_remap_cached(struct loopmq_device *lo, struct request *rq)
+{
+	struct address_space *mapping = lo->b.file->f_mapping;
+	loff_t start, end;
+
+	/* Racy, as the file path's look; a write's end looks again. */
+	if (!data_race(mapping->nrpages) || !blk_rq_bytes(rq))
+		return false;
+	loopmq_remap_range(lo, rq, &start, &end);
+	return filemap_range_has_page(mapping, start, end);
+}
+
+/**
+ * loopmq_remap_ok - may @rq take the remap path now?
+ * @lo: the device
+ * @rq: the request, started
+ *
+ * Return: true when it may (see DOC: remap); false sends it to the file.
+ */
+bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	if (!lo->b.remap || cmd->remap_off || !READ_ONCE(loopmq_remap))
+		return false;
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		break;
+	case REQ_OP_FLUSH:
+		return true;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+		if (!bdev_write_zeroes_sectors(loopmq_remap_bdev(lo)))
+			return false;
+		break;
+	default:
+		return false;
+	}
+	/*
+	 * Past the end of a backing that shrank, the file path reads zeroes
+	 * (a short read) where a bio would fail: keep what the file does.
+	 */
+	if ((blk_rq_pos(rq) + blk_rq_sectors(rq)) +
+	    (lo->b.offset >> SECTOR_SHIFT) >
+	    bdev_nr_sectors(loopmq_remap_bdev(lo)))
+		return false;
+	return !loopmq_remap_cached(lo, rq);
+}
+
+/* The request's operation and flags, as its clones carry them. */
+static blk_opf_t loopmq_remap_opf(struct request *rq, struct bio *src,
+				  bool nowait)
+{
+	blk_opf_t keep = REQ_SYNC | REQ_META | REQ_PRIO | REQ_IDLE |
+			 REQ_RAHEAD | REQ_BACKGROUND;
+	blk_opf_t opf;
+
+	switch (req_op(rq)) {
+	case REQ_OP_FLUSH:
+		opf = REQ_OP_WRITE | REQ_PREFLUSH | REQ_SYNC;
+		break;
+	case REQ_OP_DISCARD:
+		opf = REQ_OP_WRITE_ZEROES;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		opf = REQ_OP_WRITE_ZEROES | (src->bi_opf & REQ_NOUNMAP);
+		break;
+	default:
+		/*
+		 * FUA from the request, not the bio: the flush machinery
+		 * clears what the queue does not need on the request alone.
+		 */
+		opf = req_op(rq) | (src->bi_opf & keep);
+		if ((rq->cmd_flags & REQ_FUA) &&
+		    likely(!READ_ONCE(loopmq_fault_drop_flush)))
+			opf |= REQ_FUA;
+		break;
+	}
+	if (nowait)
+		opf |= REQ_NOWAIT;
+	return opf;
+}
+
+static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
+			     bool async);
+
+static void loopmq_remap_end_io(struct bio *clone)
+{
+	struct request *rq = clone->bi_private;
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	blk_status_t st = clone->bi_status;
+
+	/* Any error will do: several clones may fail at once. */
+	if (unlikely(st))
+		WRITE_ONCE(cmd->remap_status, st);
+	if (clone == &cmd->clone)
+		bio_uninit(clone);
+	else
+		bio_put(clone);
+	loopmq_remap_put(rq->q->queuedata, rq, true);
+}
+
+/*
+ * Clone every bio of @rq for the backing device into @list.  Returns 0, or
+ * -ENOMEM with @list emptied.
+ */
+static int loopmq_remap_clone(struct loopmq_device *lo, struct request *rq,
+			      bool nowait, struct bio_list *list)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct block_device *bdev = loopmq_remap_bdev(lo);
+	sector_t shift = lo->b.offset >> SECTOR_SHIFT;
+	gfp_t gfp = nowait ? GFP_NOWAIT : GFP_NOIO;
+	struct bio *src, *clone;
+
+	if (req_op(rq) == REQ_OP_FLUSH) {
+		/* The flush machinery's request: it has no bio. */
+		bio_init(&cmd->clone, bdev, NULL, 0,
+			 loopmq_remap_opf(rq, NULL, nowait));
+		cmd->clone.bi_end_io = loopmq_remap_end_io;
+		cmd->clone.bi_private = rq;
+		bio_list_add(list, &cmd->clone);
+		return 0;
+	}
+	__rq_for_each_bio(src, rq) {
+		if (src == rq->bio) {
+			clone = &cmd->clone;
+			if (bio_init_clone(bdev, clone, src, gfp))
+				goto fail;
+		} else {
+			clone = bio_alloc_clone(bdev, src, gfp, &lo->bio_set);
+			if (!clone)
+				goto fail;
+		}
+		clone->bi_opf = loopmq_remap_opf(rq, src, nowait);
+		clone->bi_iter.bi_sector += shift;
+		clone->bi_end_io = loopmq_remap_end_io;
+		clone->bi_private = rq;
+		bio_list_add(list, clone);
+	}
+	return 0;
+fail:
+	while ((clone = bio_list_pop(list))) {
+		if (clone == &cmd->clone)
+			bio_uninit(clone);
+		else
+			bio_put(clone);
+	}
+	return -ENOMEM;
+}
+
+/**
+ * loopmq_remap_submit - send @rq to the backing device as bios
+ * @lo: the device
+ * @rq: the request, started, for which loopmq_remap_ok() held
+ * @nowait: with REQ_NOWAIT (from queue_rq)
+ *
+ * The submitter holds a reference on the request until every clone is
+ * submitted, so the request cannot end, nor its tag be reused, while
+ * this function still looks at it; a clone may end inside
+ * submit_bio_noacct().  Afterwards the caller must not touch @rq.
+ *
+ * Return: 0 when submitted, or -ENOMEM when nothing was (the caller
+ * takes the file path or the kthread).
+ */
+int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
+			bool nowait)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct bio_list list;
+	struct bio *clone;
+	unsigned int nr = 0;
+
+	if (req_op(rq) == REQ_OP_FLUSH &&
+	    unlikely(READ_ONCE(loopmq_fault_drop_flush))) {
+		cmd->status = BLK_STS_OK;
+		loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
+		loopmq_complete_rq(rq);
+		return 0;
+	}
+	bio_list_init(&list);
+	if (loopmq_remap_clone(lo, rq, nowait, &list))
+		return -ENOMEM;
+	bio_list_for_each(clone, &list)
+		nr++;
+	cmd->remap_status = BLK_STS_OK;
+	cmd->remap_nowait = nowait;
+	atomic_set(&cmd->ref, nr + 1);
+	while ((clone = bio_list_pop(&list)))
+		submit_bio_noacct(clone);
+	loopmq_remap_put(lo, rq, false);
+	return 0;
+}
+
+/*
+ * The last reference on a remapped request: end it, or hand it to the
+ * kthread (@async: from a clone's completion, which must wake it).
+ */
+static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
+			     bool async)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	blk_status_t st;
+
+	if (!atomic_dec_and_test(&cmd->ref))
+		return;
+	st = READ_ONCE(cmd->remap_status);
+	if (st == BLK_STS_AGAIN && cmd->remap_nowait) {
+		/* The backing had no tag free: the kthread waits for one. */
+		loopmq_count_fb(lo, LOOPMQ_FB_EAGAIN);
+		loopmq_kthread_queue(lo, cmd, async);
+		return;
+	}
+	if (st == BLK_STS_NOTSUPP && (req_op(rq) == REQ_OP_DISCARD ||
+				      req_op(rq) == REQ_OP_WRITE_ZEROES)) {
+		/* The backing stopped zeroing: the file may write zeroes. */
+		cmd->remap_off = true;
+		loopmq_kthread_queue(lo, cmd, async);
+		return;
+	}
+	if (!st && op_is_write(req_op(rq)) && req_op(rq) != REQ_OP_FLUSH &&
+	    loopmq_remap_cached(lo, rq)) {
+		/* A buffered user cached pages of the range meanwhile. */
+		cmd->remap_inval = true;
+		loopmq_kthread_queue(lo, cmd, async);
+		return;
+	}
+	cmd->status = st;
+	loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
+	loopmq_complete_rq(rq);
+}
+
+/**
+ * loopmq_remap_finish - the kthread's part of a remapped write
+ * @lo: the device
+ * @rq: a request loopmq_remap_put() queued with remap_inval set
+ *
+ * Drops the backing's cached pages of the written range, as a direct
+ * write through the file does, then ends the request.
+ */
+void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	loff_t start, end;
+
+	loopmq_remap_range(lo, rq, &start, &end);
+	/* Busy pages are the buffered user's race, as for the file path. */
+	invalidate_inode_pages2_range(lo->b.file->f_mapping,
+				      start >> PAGE_SHIFT, end >> PAGE_SHIFT);
+	cmd->status = BLK_STS_OK;
+	loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
+	loopmq_complete_rq(rq);
+}
