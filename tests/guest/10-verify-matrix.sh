@@ -4,8 +4,8 @@
 # 10-verify-matrix: fio crc32c verify (write-then-verify, and a mixed randrw
 # with verify_backlog) in every mode x backing x logical block size:
 #   backing: file on ext4 (/dev/vda), file on xfs (/dev/vda), a raw block
-#            device (brd /dev/ram0) -- all with direct I/O on -- and a
-#            buffered file on tmpfs;
+#            device (brd /dev/ram0, through the remap path) -- all with
+#            direct I/O on -- and a buffered file on tmpfs;
 #   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
 # Every cell must finish with no fio error and no verify mismatch, and the
 # device must report the requested block size and dio state.  A cell writes
@@ -30,6 +30,7 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	[ $dio = 1 ] && flags=16
 	is "$(lmq-ioctl configure $D $b $flags $lbs)" OK "$tag: LOOP_CONFIGURE dio=$dio" || return
 	lmq_mode 0 $mode || fail "$tag: set mode"
+	lmq_is_mq && echo 0 >$S/loopmq/stats
 	[ -b $D ] || { fail "$tag: $D is not a block device"; return; }
 	is "$(cat $S/queue/logical_block_size) $(cat $S/loop/dio)" "$lbs $dio" "$tag: block size, dio"
 	out=$(fio --name=wv --filename=$D --ioengine=libaio --direct=1 --iodepth=8 \
@@ -47,6 +48,12 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	fi
 	if lmq_is_mq; then
 		is "$(lmq_stat 0 errors)" 0 "$tag: stats errors"
+		# the remap path takes a block device with direct I/O, only
+		if [ -b $b ] && [ $dio = 1 ]; then
+			check "$tag: requests took the remap path" [ "$(lmq_stat 0 remap)" -gt 0 ]
+		else
+			is "$(lmq_stat 0 remap)" 0 "$tag: no request took the remap path"
+		fi
 	fi
 	is "$(lmq-ioctl clr-fd $D)" OK "$tag: LOOP_CLR_FD"
 }

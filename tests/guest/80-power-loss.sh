@@ -22,10 +22,13 @@
 # least once; also fallocated/sparse image, buffered/O_DIRECT writer) from
 # a seed printed first (pl.seed=S on the kernel command line, or PL_SEED,
 # repeats it; pl.cells=N / PL_CELLS sets the number of cells, default 4).
+# One more cell puts loopmq directly on the logged device, no backing fs,
+# with direct I/O: the remap path (its requests go to dm-log-writes as
+# bios); it must have remapped requests.
 # Negative control, same boot: loopmq loaded with fault_drop_flush=1
 # (FLUSH acknowledged without syncing the backing file, FUA without
 # O_DSYNC) must lose acknowledged writes at some replay point, or this test
-# fails.  A module without that parameter gets an emulated control instead
+# fails; so must a second control through the remap path.  A module without that parameter gets an emulated control instead
 # (the writer skips its syncs but still marks), with a diag line.
 # /dev/vda: A 256 MiB logged device | C 256 MiB replay target | B 768 MiB
 # log | D 256 MiB snapshot exceptions.  xfs below 300 MB needs mkfs.xfs's
@@ -143,6 +146,26 @@ make_regions() {
 # cell_bad (other failures, described in cell_why), cell_desc.
 total_points=0 total_lost=0
 
+# check_upper MARKARG: the writer's files on the mounted upper fs, then
+# its fsck; sets pt_rc, pt_msg and fsck_ok (check_point's)
+check_upper() {
+	local out rc
+	out=$(lmq-plwriter check $1 -d $UP/d -l $W/wlog 2>&1); rc=$?
+	printf '%s\n' "$out" >$W/check.log
+	umount $UP || rc=2
+	pt_msg=$(tail -n 1 <<<"$out" | sed -E 's/^checked ([0-9]+) files, ([0-9]+) blocks at (.*) \(log line [0-9]+\): [0-9]+ writes in the log, /\3: /')
+	if [ $rc = 0 ] || [ $rc = 1 ]; then
+		if run upfsck.log fsck_fs "$upfs" $DEV; then
+			fsck_ok=1
+		else
+			pt_msg+="; upper $upfs fsck FAILED"
+			[ $rc = 0 ] && rc=2
+		fi
+	fi
+	pt_rc=$rc
+	[ $rc = 1 ] && grep -m 5 '^LOST' $W/check.log | sed 's/^/#   /'
+}
+
 # check_point DESC MARKARG: the replayed state on a snapshot; sets pt_rc
 # (0 intact, 1 lost writes, 2 something else failed) and pt_msg
 check_point() {
@@ -151,7 +174,15 @@ check_point() {
 	if ! run snap.log dms create plS --table "0 $C_LEN snapshot /dev/mapper/plC /dev/mapper/plD N 8"; then
 		pt_msg="dm-snapshot of the replay failed"; return
 	fi
-	if ! run lowmount.log mount_fs "$lowfs" /dev/mapper/plS $LOW; then
+	if [ "$lowfs" = raw ]; then
+		if ! run attach.log attach "$dio" /dev/mapper/plS; then
+			pt_msg="cannot attach the replayed device"
+		elif ! run upmount.log mount_fs "$upfs" $DEV $UP; then
+			pt_rc=1 pt_msg="the upper $upfs does not mount: $(dmesg | tail -n 2 | tr '\n' ' ')"
+		else
+			check_upper "$markarg"
+		fi
+	elif ! run lowmount.log mount_fs "$lowfs" /dev/mapper/plS $LOW; then
 		pt_msg="the backing $lowfs does not mount: $(tail -n 1 $W/lowmount.log)"
 	elif [ ! -f $LOW/img ]; then
 		pt_msg="no image file on the backing fs"
@@ -160,20 +191,7 @@ check_point() {
 	elif ! run upmount.log mount_fs "$upfs" $DEV $UP; then
 		pt_rc=1 pt_msg="the upper $upfs does not mount: $(dmesg | tail -n 2 | tr '\n' ' ')"
 	else
-		out=$(lmq-plwriter check $markarg -d $UP/d -l $W/wlog 2>&1); rc=$?
-		printf '%s\n' "$out" >$W/check.log
-		umount $UP || rc=2
-		pt_msg=$(tail -n 1 <<<"$out" | sed -E 's/^checked ([0-9]+) files, ([0-9]+) blocks at (.*) \(log line [0-9]+\): [0-9]+ writes in the log, /\3: /')
-		if [ $rc = 0 ] || [ $rc = 1 ]; then
-			if run upfsck.log fsck_fs "$upfs" $DEV; then
-				fsck_ok=1
-			else
-				pt_msg+="; upper $upfs fsck FAILED"
-				[ $rc = 0 ] && rc=2
-			fi
-		fi
-		pt_rc=$rc
-		[ $rc = 1 ] && grep -m 5 '^LOST' $W/check.log | sed 's/^/#   /'
+		check_upper "$markarg"
 	fi
 	umount $UP 2>/dev/null
 	losetup -d $DEV 2>/dev/null
@@ -188,6 +206,7 @@ check_point() {
 	fi
 	dms remove plS || { pt_msg+="; cannot remove the snapshot"; pt_rc=2; }
 	[ "$fsck_ok" = 2 ] && pt_msg+="; fsck clean ($upfs above, $lowfs below)"
+	[ "$lowfs" = raw ] && [ "$fsck_ok" = 1 ] && pt_msg+="; fsck of the upper $upfs clean"
 	return 0
 }
 
@@ -206,7 +225,16 @@ run_cell() {
 	fi
 	local lparam=()
 	[ "$control" = param ] && lparam=(fault_drop_flush=1)
-	if ! run mkfs-low.log mkfs_fs "$lowfs" /dev/mapper/plLW ||
+	if [ "$lowfs" = raw ]; then
+		# loopmq on the logged device itself: the remap path with dio on
+		if ! run load.log load "$mode" "${lparam[@]}" ||
+		   ! run attach.log attach "$dio" /dev/mapper/plLW ||
+		   ! run mkfs-up.log mkfs_fs "$upfs" $DEV ||
+		   ! run mount-up.log mount_fs "$upfs" $DEV $UP ||
+		   ! mkdir $UP/d; then
+			cell_bad=1 cell_why="set-up failed"; return
+		fi
+	elif ! run mkfs-low.log mkfs_fs "$lowfs" /dev/mapper/plLW ||
 	   ! run mount-low.log mount_fs "$lowfs" /dev/mapper/plLW $LOW ||
 	   ! case $alloc in falloc) fallocate -l ${IMG_MB}M $LOW/img;; *) truncate -s ${IMG_MB}M $LOW/img;; esac ||
 	   ! run load.log load "$mode" "${lparam[@]}" ||
@@ -227,7 +255,13 @@ run_cell() {
 		cell_bad=1 cell_why="the writer failed"; return
 	fi
 	local wt=$((SECONDS - t0))
-	umount $UP && losetup -d $DEV && umount $LOW && dms remove plLW ||
+	if [ "$lowfs" = raw ] && [ "$dio" = on ]; then
+		remapped=$(lmq_stat 0 remap)
+		cell_desc+=", $remapped requests remapped"
+		[ "${remapped:-0}" -gt 0 ] ||
+			{ cell_bad=1 cell_why="no request took the remap path"; return; }
+	fi
+	umount $UP && losetup -d $DEV && { [ "$lowfs" = raw ] || umount $LOW; } && dms remove plLW ||
 		{ cell_bad=1 cell_why="tear-down after writing failed"; return; }
 	# checks run on a loopmq without the fault, in the same mode
 	run load.log load "$mode" || { cell_bad=1 cell_why="cannot reload loopmq"; return; }
@@ -356,6 +390,23 @@ for ((i = 0; i < ncells; i++)); do
 		fail "cell $((i + 1)) $cell_desc" "$cell_why"
 	fi
 done
+# the remap path: loopmq directly on the logged device with direct I/O, so
+# its requests reach dm-log-writes as bios (loopmq_remap.c); a random mode
+# and upper fs
+shuffle direct kthread aio auto; rm=${SH[0]}
+shuffle ext4 xfs; ru=${SH[0]}
+rnd 1000000000; ws=$R
+io=buffered; rnd 2; [ $R = 1 ] && io=direct
+echo "# cell $((ncells + 1)): $rm dio=on raw/$ru (the remap path) $io seed $ws"
+run_cell "$ncells" "$rm" on raw "$ru" - "$io" "$ws" ""
+total_points=$((total_points + cell_points)) total_lost=$((total_lost + cell_lost))
+if [ "$cell_bad" = 0 ] && [ "$cell_lost" = 0 ]; then
+	pass "cell $((ncells + 1)) $cell_desc: $cell_points points, nothing lost"
+elif [ "$cell_lost" != 0 ]; then
+	fail "cell $((ncells + 1)) $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
+else
+	fail "cell $((ncells + 1)) $cell_desc" "$cell_why"
+fi
 
 # ---- negative control --------------------------------------------------------
 if modinfo -p loopmq 2>/dev/null | grep -q '^fault_drop_flush:'; then
@@ -373,6 +424,18 @@ if [ "$cell_lost" -gt 0 ]; then
 	[ -z "$cell_why" ] || diag "the control also had: $cell_why"
 else
 	fail "negative control ($ctldesc) $cell_desc" "NOT caught: no lost writes at $cell_points points${cell_why:+; $cell_why}"
+fi
+# and through the remap path: fault_drop_flush must drop its FLUSH and FUA
+if [ $ctl = param ]; then
+	rnd 1000000000; ws=$R
+	echo "# negative control of the remap path ($ctldesc): auto dio=on raw/ext4 $cio seed $ws"
+	run_cell 10 auto on raw ext4 - "$cio" "$ws" param
+	if [ "$cell_lost" -gt 0 ]; then
+		pass "negative control of the remap path $cell_desc: caught, acknowledged writes lost at $cell_lostpts"
+		[ -z "$cell_why" ] || diag "the control also had: $cell_why"
+	else
+		fail "negative control of the remap path $cell_desc" "NOT caught: no lost writes at $cell_points points${cell_why:+; $cell_why}"
+	fi
 fi
 diag "$ncells cells, $total_points replay points checked, $total_lost with lost writes (0 expected); $((SECONDS - t_start)) s"
 lmq_unload

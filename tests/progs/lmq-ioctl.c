@@ -29,6 +29,8 @@
  *   pwrite DEV OFF LEN [direct] write LEN bytes of 0xa5 at OFF
  *   pread DEV OFF LEN [direct]  read; prints "OK n=BYTES" on success
  *   fsync DEV                   fsync(2)
+ *   cached DEV OFF LEN          pages of the range in the page cache
+ *                               (mmap and mincore); prints "OK n=PAGES"
  *   open DEV                    just open(2)
  * FILE may be a path (opened O_RDWR, or O_RDONLY with a "ro:" prefix,
  * O_RDONLY|O_DIRECTORY with "dir:"), "pipe" (read end of a pipe),
@@ -43,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <linux/fs.h>
@@ -143,6 +146,29 @@ static int do_io(int fd, int write, const char *off_s, const char *len_s)
 		return 1;
 	}
 	printf("OK n=%zd\n", n);
+	return 0;
+}
+
+static int do_cached(int fd, const char *off_s, const char *len_s)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	unsigned long long off = num(off_s), len = num(len_s), i, n = 0;
+	unsigned char *vec;
+	void *map;
+
+	if (!len || off % psz)
+		usage();
+	vec = calloc((len + psz - 1) / psz, 1);
+	if (!vec)
+		exit(2);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+	if (map == MAP_FAILED)
+		return result(-1);
+	if (mincore(map, len, vec) < 0)
+		return result(-1);
+	for (i = 0; i < (len + psz - 1) / psz; i++)
+		n += vec[i] & 1;
+	printf("OK n=%llu\n", n);
 	return 0;
 }
 
@@ -288,6 +314,8 @@ int main(int argc, char **argv)
 		return do_io(fd, 0, argv[3], argv[4]);
 	if (!strcmp(cmd, "fsync") && argc == 3)
 		return result(fsync(fd));
+	if (!strcmp(cmd, "cached") && argc == 5)
+		return do_cached(fd, argv[3], argv[4]);
 	usage();
 	return 2;
 }
