@@ -86,11 +86,7 @@ struct loopmq_limits {
 	bool		write_cache;
 	bool		fua;
 	bool		rotational;	/* as the backing's device */
-	/* A block-device backing's, stacked; 0: loopmq's defaults */
-	unsigned int	max_hw_sectors;
-	unsigned int	max_segments;
-	unsigned int	max_segment_size;
-	unsigned int	dma_alignment;
+	unsigned int	dma_alignment;	/* 0: 511, the default */
 };
 
 /*
@@ -111,9 +107,7 @@ static inline void loopmq_to_queue_limits(struct queue_limits *lim,
 	lim->logical_block_size = l->logical_block_size;
 	lim->physical_block_size = l->logical_block_size;
 	lim->io_min = l->logical_block_size;
-	lim->max_hw_sectors = l->max_hw_sectors ?: LOOPMQ_MAX_HW_SECTORS;
-	lim->max_segments = l->max_segments ?: BLK_MAX_SEGMENTS;
-	lim->max_segment_size = l->max_segment_size ?: BLK_MAX_SEGMENT_SIZE;
+	lim->max_hw_sectors = LOOPMQ_MAX_HW_SECTORS;
 	lim->dma_alignment = l->dma_alignment ?: SECTOR_SIZE - 1;
 	lim->max_hw_discard_sectors = l->max_discard_sectors;
 	lim->discard_granularity = l->discard_granularity;
@@ -153,10 +147,7 @@ static inline int loopmq_queue_set_limits(struct request_queue *q,
 	blk_queue_logical_block_size(q, l->logical_block_size);
 	blk_queue_physical_block_size(q, l->logical_block_size);
 	blk_queue_io_min(q, l->logical_block_size);
-	blk_queue_max_hw_sectors(q, l->max_hw_sectors ?: LOOPMQ_MAX_HW_SECTORS);
-	blk_queue_max_segments(q, l->max_segments ?: BLK_MAX_SEGMENTS);
-	blk_queue_max_segment_size(q, l->max_segment_size ?:
-				   BLK_MAX_SEGMENT_SIZE);
+	blk_queue_max_hw_sectors(q, LOOPMQ_MAX_HW_SECTORS);
 	blk_queue_dma_alignment(q, l->dma_alignment ?: SECTOR_SIZE - 1);
 	q->limits.discard_granularity = l->discard_granularity;
 	blk_queue_max_discard_sectors(q, l->max_discard_sectors);

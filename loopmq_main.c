@@ -345,18 +345,17 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 		l->rotational = !bdev_nonrot(I_BDEV(inode));
 	else if (inode->i_sb->s_bdev)
 		l->rotational = !bdev_nonrot(inode->i_sb->s_bdev);
-	if (S_ISBLK(inode->i_mode)) {
-		struct request_queue *bq = bdev_get_queue(I_BDEV(inode));
-
-		/*
-		 * Requests that fit the backing's: its DMA alignment, and
-		 * no clone of the remap path needs to be split.
-		 */
-		l->max_hw_sectors = queue_max_sectors(bq);
-		l->max_segments = queue_max_segments(bq);
-		l->max_segment_size = queue_max_segment_size(bq);
-		l->dma_alignment = queue_dma_alignment(bq);
-	}
+	/*
+	 * The remap path sends the request's pages to a block-device
+	 * backing as they are: they must meet its DMA alignment.  Its size
+	 * limits are not stacked: the block layer splits a clone that
+	 * exceeds them, which costs less than a second request of ours
+	 * (with brd's 127.5 KiB, stacking took 256 KiB reads 10-18% down:
+	 * docs/BENCHMARKS.md, "The remap path on block devices").
+	 */
+	if (S_ISBLK(inode->i_mode))
+		l->dma_alignment = max(queue_dma_alignment(bdev_get_queue(I_BDEV(inode))),
+				       SECTOR_SIZE - 1);
 	/*
 	 * Discard stays advertised on a read-only device, as with the stock
 	 * driver: the block layer then refuses it with EPERM.

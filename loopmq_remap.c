@@ -22,10 +22,13 @@
  * (an empty REQ_PREFLUSH bio) and, where the backing zeroes blocks
  * (write_zeroes_max_bytes), DISCARD and WRITE_ZEROES: the file path makes
  * both a zero-out of the block device (blkdev_fallocate), so both become
- * REQ_OP_WRITE_ZEROES, unmapping unless REQ_NOUNMAP says otherwise.  The
- * backing's limits are stacked onto the device when it is attached
- * (logical block size, max sectors and segments, DMA alignment, discard
- * granularity), so clones fit the backing without being split.
+ * REQ_OP_WRITE_ZEROES, unmapping unless REQ_NOUNMAP says otherwise.  What
+ * the backing cannot split its way around is stacked onto the device
+ * when it is attached: the logical block size (direct I/O already
+ * requires it), the DMA alignment and the discard granularity.  Its
+ * maximum request size and segments are not: the block layer splits a
+ * clone that exceeds them, which is cheaper than a second request of
+ * ours (loopmq_limits_for_backing()).
  *
  * Which task submits follows the dispatch mode and the inline guards as
  * for the file path: the backing device taking REQ_NOWAIT (bdev_nowait())

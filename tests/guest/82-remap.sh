@@ -5,8 +5,9 @@
 # direct I/O: requests go to the backing device as clones of their bios.
 #
 # Backing: null_blk, memory backed, one hardware queue of depth 2 with
-# completions from a timer (20 us), and 128 KiB requests at most: a
-# queue that runs out of tags under any load, so clones submitted with
+# completions from a timer (20 us), and 32 KiB requests at most (so the
+# block layer splits larger clones): a queue that runs out of tags under
+# any load, so clones submitted with
 # REQ_NOWAIT from queue_rq end BLK_STS_AGAIN and the request must be
 # finished by the kthread; completions come from interrupt context.
 # Device 0 is attached at a 1 MiB offset.
@@ -16,8 +17,8 @@
 #   device's content equals the backing's at the offset (cmp); no errors;
 #   requests took the remap path (in aio mode every request is NOWAIT,
 #   so the full backing queue must show up as fb_eagain);
-# - limits: the device's max_sectors_kb, max_segments and logical block
-#   size are the backing's;
+# - limits: the device's logical block size and DMA alignment are the
+#   backing's, its maximum request size is its own;
 # - flush: fsync of the device is one FLUSH request, and it is remapped
 #   (no kthread, no fb_op);
 # - page cache: a page of the backing cached by a buffered reader must not
@@ -45,7 +46,7 @@ mkdir -p $W
 [ "$LMQ_SLOW" = 1 ] && SZ=8
 modprobe null_blk nr_devices=1 queue_mode=2 memory_backed=1 gb=1 \
 	submit_queues=1 hw_queue_depth=2 irqmode=2 completion_nsec=20000 \
-	max_sectors=256 bs=512 || { fail "modprobe null_blk"; stop_testing; }
+	max_sectors=64 bs=512 || { fail "modprobe null_blk"; stop_testing; }
 B=/dev/nullb0
 udevadm settle 2>/dev/null
 lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
@@ -103,9 +104,11 @@ done
 # ---- limits, flush
 attach limits
 q=$S/queue bq=/sys/block/nullb0/queue
-is "$(cat $q/max_sectors_kb) $(cat $q/max_segments) $(cat $q/logical_block_size)" \
-	"$(cat $bq/max_sectors_kb) $(cat $bq/max_segments) $(cat $bq/logical_block_size)" \
-	"limits: max_sectors_kb, max_segments, logical block size are the backing's"
+is "$(cat $q/logical_block_size) $(cat $q/dma_alignment)" \
+	"$(cat $bq/logical_block_size) $(cat $bq/dma_alignment)" \
+	"limits: logical block size and DMA alignment are the backing's"
+check "limits: requests of up to 128 KiB, larger than the backing's $(cat $bq/max_sectors_kb) KiB" \
+	[ "$(cat $q/max_sectors_kb)" -ge 128 ]
 lmq_mode 0 auto
 echo 0 >$S/loopmq/stats
 is "$(lmq-ioctl fsync $D)" OK "flush: fsync $D"
