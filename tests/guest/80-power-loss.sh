@@ -376,37 +376,32 @@ balanced ext4 xfs; UFS=("${SH[@]}")
 balanced falloc sparse; AL=("${SH[@]}")
 balanced buffered direct; IO=("${SH[@]}")
 
-t_start=$SECONDS
-for ((i = 0; i < ncells; i++)); do
-	rnd 1000000000; ws=$R
-	echo "# cell $((i + 1)): ${M[i]} dio=${DIO[i]} ${LFS[i]}/${UFS[i]} ${AL[i]} ${IO[i]} seed $ws"
-	run_cell "$i" "${M[i]}" "${DIO[i]}" "${LFS[i]}" "${UFS[i]}" "${AL[i]}" "${IO[i]}" "$ws" ""
+# trial N MODE DIO LOWFS UPFS ALLOC IO [WHAT]: cell N+1 with a new writer
+# seed, counted and reported
+trial() {
+	rnd 1000000000; local ws=$R c=$(($1 + 1))
+	echo "# cell $c: $2 dio=$3 $4/$5 $6 $7 seed $ws${8:+ ($8)}"
+	run_cell "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$ws" ""
 	total_points=$((total_points + cell_points)) total_lost=$((total_lost + cell_lost))
 	if [ "$cell_bad" = 0 ] && [ "$cell_lost" = 0 ]; then
-		pass "cell $((i + 1)) $cell_desc: $cell_points points, nothing lost"
+		pass "cell $c $cell_desc: $cell_points points, nothing lost"
 	elif [ "$cell_lost" != 0 ]; then
-		fail "cell $((i + 1)) $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
+		fail "cell $c $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
 	else
-		fail "cell $((i + 1)) $cell_desc" "$cell_why"
+		fail "cell $c $cell_desc" "$cell_why"
 	fi
+}
+t_start=$SECONDS
+for ((i = 0; i < ncells; i++)); do
+	trial "$i" "${M[i]}" "${DIO[i]}" "${LFS[i]}" "${UFS[i]}" "${AL[i]}" "${IO[i]}"
 done
 # the remap path: loopmq directly on the logged device with direct I/O, so
-# its requests reach dm-log-writes as bios (loopmq_remap.c); a random mode
-# and upper fs
+# its requests reach dm-log-writes as bios (loopmq_remap.c); a random mode,
+# upper fs and writer I/O
 shuffle direct kthread aio auto; rm=${SH[0]}
 shuffle ext4 xfs; ru=${SH[0]}
-rnd 1000000000; ws=$R
-io=buffered; rnd 2; [ $R = 1 ] && io=direct
-echo "# cell $((ncells + 1)): $rm dio=on raw/$ru (the remap path) $io seed $ws"
-run_cell "$ncells" "$rm" on raw "$ru" - "$io" "$ws" ""
-total_points=$((total_points + cell_points)) total_lost=$((total_lost + cell_lost))
-if [ "$cell_bad" = 0 ] && [ "$cell_lost" = 0 ]; then
-	pass "cell $((ncells + 1)) $cell_desc: $cell_points points, nothing lost"
-elif [ "$cell_lost" != 0 ]; then
-	fail "cell $((ncells + 1)) $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
-else
-	fail "cell $((ncells + 1)) $cell_desc" "$cell_why"
-fi
+shuffle buffered direct; rio=${SH[0]}
+trial "$ncells" "$rm" on raw "$ru" - "$rio" "the remap path"
 
 # ---- negative control --------------------------------------------------------
 if modinfo -p loopmq 2>/dev/null | grep -q '^fault_drop_flush:'; then
