@@ -377,18 +377,18 @@ balanced falloc sparse; AL=("${SH[@]}")
 balanced buffered direct; IO=("${SH[@]}")
 
 # trial N MODE DIO LOWFS UPFS ALLOC IO [WHAT]: cell N+1 with a new writer
-# seed, counted and reported
+# seed, counted and reported (its variables are not "c": run_cell sets one)
 trial() {
-	rnd 1000000000; local ws=$R c=$(($1 + 1))
-	echo "# cell $c: $2 dio=$3 $4/$5 $6 $7 seed $ws${8:+ ($8)}"
+	rnd 1000000000; local ws=$R cn=$(($1 + 1))
+	echo "# cell $cn: $2 dio=$3 $4/$5 $6 $7 seed $ws${8:+ ($8)}"
 	run_cell "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$ws" ""
 	total_points=$((total_points + cell_points)) total_lost=$((total_lost + cell_lost))
 	if [ "$cell_bad" = 0 ] && [ "$cell_lost" = 0 ]; then
-		pass "cell $c $cell_desc: $cell_points points, nothing lost"
+		pass "cell $cn $cell_desc: $cell_points points, nothing lost"
 	elif [ "$cell_lost" != 0 ]; then
-		fail "cell $c $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
+		fail "cell $cn $cell_desc" "acknowledged writes lost at $cell_lostpts${cell_why:+; $cell_why}"
 	else
-		fail "cell $c $cell_desc" "$cell_why"
+		fail "cell $cn $cell_desc" "$cell_why"
 	fi
 }
 t_start=$SECONDS
