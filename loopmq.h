@@ -5,6 +5,7 @@
 #ifndef LOOPMQ_H
 #define LOOPMQ_H
 
+#include <linux/bio.h>
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/fs.h>
@@ -50,6 +51,24 @@ struct loopmq_backing {
 	bool		never_blocks;	/* tmpfs: buffered I/O is a memcpy */
 	bool		remap;		/* block device, dio: loopmq_remap.c */
 	bool		remap_nowait;	/* ... whose queue takes REQ_NOWAIT */
+	struct loopmq_pin *pin;		/* a pinned file: loopmq_pin.c */
+};
+
+/* A run of a pinned file's blocks that are consecutive on its device. */
+struct loopmq_pin_ext {
+	loff_t		pos;		/* in the file, bytes */
+	sector_t	sector;		/* on the device */
+	loff_t		len;		/* bytes */
+};
+
+/* The block map of a pinned file (DOC: pin in loopmq_pin.c). */
+struct loopmq_pin {
+	struct inode		*inode;		/* S_SWAPFILE set */
+	struct block_device	*bdev;		/* its file system's device */
+	loff_t			start;		/* file range mapped: the */
+	loff_t			end;		/* device's, in bytes */
+	unsigned int		nr;		/* extents in @ext */
+	struct loopmq_pin_ext	*ext;		/* sorted by pos */
 };
 
 struct loopmq_device {
@@ -113,6 +132,7 @@ struct loopmq_cmd {
 	bool			remap_nowait;	/* clones carry REQ_NOWAIT */
 	bool			remap_off;	/* the backing refused: file */
 	bool			remap_inval;	/* kthread: drop cached pages */
+	bool			remap_frozen;	/* holds the pinned fs's freeze */
 	blk_status_t		remap_status;	/* a clone's error */
 	struct bio		clone;		/* the first bio's clone */
 };
@@ -149,6 +169,7 @@ extern bool loopmq_lockdep_guard;
 extern bool loopmq_remap;
 extern const char * const loopmq_mode_names[LOOPMQ_MODE_NR];
 const char *loopmq_disk_prefix(void);	/* "loopmq", or "loop" when replacing */
+unsigned int loopmq_dio_align(struct file *file); /* 0: no O_DIRECT */
 
 /*
  * loopmq_main.c: what the loop ioctls do to a device, for loopmq_ioctl.c.
@@ -170,6 +191,7 @@ int loopmq_set_block_size(struct loopmq_device *lo,
 			  blk_mode_t mode,
 			  struct block_device *bdev, unsigned long arg);
 int loopmq_set_capacity(struct loopmq_device *lo);
+int loopmq_set_remap(struct loopmq_device *lo, unsigned long arg);
 
 /*
  * loopmq_main.c: the lifecycle the control device drives, for loopmq_ctl.c.
@@ -223,5 +245,13 @@ bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq);
 int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
 			bool nowait);
 void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq);
+
+/* loopmq_pin.c */
+int loopmq_pin_file(struct file *file, unsigned int lbs, loff_t offset,
+		    loff_t len, struct loopmq_pin **out);
+void loopmq_pin_free(struct loopmq_pin *pin);
+int loopmq_pin_remap(const struct loopmq_pin *pin, loff_t pos,
+		     struct bio *clone, struct bio_set *bs, gfp_t gfp,
+		     struct bio_list *list);
 
 #endif /* LOOPMQ_H */

@@ -37,6 +37,8 @@
  * below choose the task that submits them as they do for the file, with
  * the backing's REQ_NOWAIT in the role of IOCB_NOWAIT; flush, discard
  * and write-zeroes are bios too, and so are not sent to the kthread.
+ * So are the requests of a pinned image file, to its file system's disk
+ * (DOC: pin in loopmq_pin.c).
  *
  * Guards, in every mode that would run a request inline:
  *

@@ -214,6 +214,12 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 			return -EPERM;
 		loopmq_reset_stats(lo);
 		return 0;
+	case LOOPMQ_SET_REMAP:
+		/* A pin refuses everyone's writes to the file, as swapon. */
+		if (!loopmq_may_write(mode) ||
+		    (arg == LOOPMQ_REMAP_PINNED && !capable(CAP_SYS_ADMIN)))
+			return -EPERM;
+		return loopmq_set_remap(lo, arg);
 	default:
 		/* What the stock driver answers to a command it does not know. */
 		return -EINVAL;

@@ -253,6 +253,18 @@ static loff_t loopmq_backing_size(struct file *file, loff_t offset,
 	return size >> SECTOR_SHIFT;
 }
 
+/* A bound device's size in sectors: a pinned file's map ends it. */
+static sector_t loopmq_bound_size(struct loopmq_device *lo)
+{
+	loff_t limit = lo->sizelimit;
+
+	if (lo->b.pin) {
+		if (!limit || limit > lo->b.pin->end - lo->b.offset)
+			limit = lo->b.pin->end - lo->b.offset;
+	}
+	return loopmq_backing_size(lo->b.file, lo->b.offset, limit);
+}
+
 static void loopmq_set_size(struct loopmq_device *lo, sector_t sectors)
 {
 	if (!set_capacity_and_notify(lo->disk, sectors))
@@ -260,7 +272,7 @@ static void loopmq_set_size(struct loopmq_device *lo, sector_t sectors)
 }
 
 /* The backing's direct I/O offset alignment, 0 if it cannot do O_DIRECT. */
-static unsigned int loopmq_dio_align(struct file *file)
+unsigned int loopmq_dio_align(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
 	struct kstat st;
@@ -315,7 +327,12 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 		lo->lo_flags |= LO_FLAGS_DIRECT_IO;
 	else
 		lo->lo_flags &= ~LO_FLAGS_DIRECT_IO;
-	/* The remap path, loopmq_remap.c */
+	/* The remap path, loopmq_remap.c; a pinned file, loopmq_pin.c */
+	if (lo->b.pin) {
+		lo->b.remap = true;
+		lo->b.remap_nowait = bdev_nowait(lo->b.pin->bdev);
+		return;
+	}
 	lo->b.remap = lo->b.use_dio && S_ISBLK(inode->i_mode);
 	lo->b.remap_nowait = lo->b.remap && bdev_nowait(I_BDEV(inode));
 	/* Clean pages nobody uses (blkid's) would keep it off. */
@@ -356,6 +373,14 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 	if (S_ISBLK(inode->i_mode))
 		l->dma_alignment = max(queue_dma_alignment(bdev_get_queue(I_BDEV(inode))),
 				       SECTOR_SIZE - 1);
+	/* A pinned file: the same for its file system's device, and no
+	 * discard, which would have to go through fallocate (DOC: pin).
+	 */
+	if (lo->b.pin) {
+		l->dma_alignment = max(queue_dma_alignment(bdev_get_queue(lo->b.pin->bdev)),
+				       SECTOR_SIZE - 1);
+		return;
+	}
 	/*
 	 * Discard stays advertised on a read-only device, as with the stock
 	 * driver: the block layer then refuses it with EPERM.
@@ -726,6 +751,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 {
 	struct request_queue *q = lo->disk->queue;
 	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
+	struct loopmq_pin *pin;
 	struct file *file;
 
 	lockdep_assert_held(&lo->disk->open_mutex);
@@ -738,6 +764,7 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	loopmq_put_backing_gfp(lo, lo->b.file);
 	spin_lock(&lo->file_lock);
 	file = lo->b.file;
+	pin = lo->b.pin;
 	memset(&lo->b, 0, sizeof(lo->b));
 	spin_unlock(&lo->file_lock);
 	lo->sizelimit = 0;
@@ -746,6 +773,8 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	/* Capacity 0 before unfreezing: no request may find no file. */
 	invalidate_disk(lo->disk);
 	blk_mq_unfreeze_queue(q);
+	/* Every remapped bio has ended: the file may change again. */
+	loopmq_pin_free(pin);
 
 	/* The device stays in RUNDOWN: nobody binds it meanwhile. */
 	mutex_unlock(&loopmq_bind_mutex);
@@ -817,6 +846,10 @@ int loopmq_change_fd(struct loopmq_device *lo,
 	err = -EINVAL;
 	if (!(lo->lo_flags & LO_FLAGS_READ_ONLY))
 		goto out_unlock;
+	/* The pin is of this file: unpin first (LOOPMQ_REMAP_FILE). */
+	err = -EBUSY;
+	if (lo->b.pin)
+		goto out_unlock;
 	err = loopmq_validate_file(file, bdev);
 	if (err)
 		goto out_unlock;
@@ -866,6 +899,12 @@ int loopmq_set_status(struct loopmq_device *lo,
 	err = loopmq_info_check(info);
 	if (err)
 		goto out_unlock;
+	/* A pinned file's map is of the device's range: unpin first. */
+	if (lo->b.pin && (lo->b.offset != info->lo_offset ||
+			  lo->sizelimit != info->lo_sizelimit)) {
+		err = -EBUSY;
+		goto out_unlock;
+	}
 	if (lo->b.offset != info->lo_offset ||
 	    lo->sizelimit != info->lo_sizelimit) {
 		/* Cached data of the old mapping must not survive. */
@@ -882,8 +921,7 @@ int loopmq_set_status(struct loopmq_device *lo,
 	loopmq_update_backing(lo, loopmq_lbs(lo));
 	loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
-	loopmq_set_size(lo, loopmq_backing_size(lo->b.file, lo->b.offset,
-						lo->sizelimit));
+	loopmq_set_size(lo, loopmq_bound_size(lo));
 	if ((lo->lo_flags & LO_FLAGS_PARTSCAN) &&
 	    !(prev & LO_FLAGS_PARTSCAN)) {
 		clear_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
@@ -977,6 +1015,10 @@ int loopmq_set_block_size(struct loopmq_device *lo,
 	err = blk_validate_block_size(arg);
 	if (err || loopmq_lbs(lo) == arg)
 		goto out_unlock;
+	err = -EINVAL;
+	if (lo->b.pin && arg < bdev_logical_block_size(lo->b.pin->bdev))
+		goto out_unlock;
+	err = 0;
 
 	sync_blockdev(lo->disk->part0);
 	invalidate_bdev(lo->disk->part0);
@@ -1000,9 +1042,65 @@ int loopmq_set_capacity(struct loopmq_device *lo)
 	if (lo->state != LOOPMQ_BOUND)
 		err = -ENXIO;
 	else
-		loopmq_set_size(lo, loopmq_backing_size(lo->b.file,
-							lo->b.offset,
-							lo->sizelimit));
+		loopmq_set_size(lo, loopmq_bound_size(lo));
+	mutex_unlock(&lo->mutex);
+	return err;
+}
+
+/**
+ * loopmq_set_remap - pin the backing file, or unpin it
+ * @lo: the device
+ * @arg: LOOPMQ_REMAP_PINNED or LOOPMQ_REMAP_FILE
+ *
+ * See DOC: pin in loopmq_pin.c.  Pinning freezes the queue first: no
+ * write may be on its way through the file once it refuses writes.
+ *
+ * Return: 0 (also when already so), ENXIO (unbound), EINVAL (a bad
+ * @arg, a block device, an empty device, or what loopmq_pin_file()
+ * refuses), or the other errors of loopmq_pin_file().
+ */
+int loopmq_set_remap(struct loopmq_device *lo, unsigned long arg)
+{
+	struct loopmq_pin *pin = NULL;
+	bool pinned;
+	int err;
+
+	if (arg != LOOPMQ_REMAP_FILE && arg != LOOPMQ_REMAP_PINNED)
+		return -EINVAL;
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		return err;
+	err = -ENXIO;
+	if (lo->state != LOOPMQ_BOUND)
+		goto out;
+	pinned = arg == LOOPMQ_REMAP_PINNED;
+	err = 0;
+	if (!!lo->b.pin == pinned)
+		goto out;
+	if (pinned) {
+		/* Most of the write-back before the queue stops. */
+		err = vfs_fsync(lo->b.file, 0);
+		if (err)
+			goto out;
+	}
+	blk_mq_freeze_queue(lo->disk->queue);
+	if (pinned) {
+		err = loopmq_pin_file(lo->b.file, loopmq_lbs(lo), lo->b.offset,
+				      get_capacity(lo->disk) << SECTOR_SHIFT,
+				      &pin);
+		if (!err)
+			lo->b.pin = pin;
+		pin = NULL;
+	} else {
+		pin = lo->b.pin;
+		lo->b.pin = NULL;
+	}
+	loopmq_update_backing(lo, loopmq_lbs(lo));
+	loopmq_set_backing_limits(lo, loopmq_lbs(lo));
+	blk_mq_unfreeze_queue(lo->disk->queue);
+	/* The size stays: LOOP_SET_CAPACITY grows it, as ever. */
+	loopmq_pin_free(pin);
+out:
 	mutex_unlock(&lo->mutex);
 	return err;
 }

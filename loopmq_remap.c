@@ -62,6 +62,8 @@
 
 static struct block_device *loopmq_remap_bdev(struct loopmq_device *lo)
 {
+	if (lo->b.pin)
+		return lo->b.pin->bdev;
 	return I_BDEV(lo->b.file->f_mapping->host);
 }
 
@@ -97,7 +99,10 @@ bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
-	if (!lo->b.remap || cmd->remap_off || !READ_ONCE(loopmq_remap))
+	if (!lo->b.remap || cmd->remap_off)
+		return false;
+	/* A pinned file takes no write through the file (DOC: pin). */
+	if (!lo->b.pin && !READ_ONCE(loopmq_remap))
 		return false;
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
@@ -107,11 +112,22 @@ bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq)
 		return true;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		if (!bdev_write_zeroes_sectors(loopmq_remap_bdev(lo)))
+		if (lo->b.pin ||
+		    !bdev_write_zeroes_sectors(loopmq_remap_bdev(lo)))
 			return false;
 		break;
 	default:
 		return false;
+	}
+	if (lo->b.pin) {
+		loff_t start, end;
+
+		/* The device is no larger than the map: this is a guard. */
+		loopmq_remap_range(lo, rq, &start, &end);
+		if (start < lo->b.pin->start || end >= lo->b.pin->end)
+			return false;
+		/* A write drops the range's cached pages when it ends. */
+		return req_op(rq) == REQ_OP_WRITE || !loopmq_remap_cached(lo, rq);
 	}
 	/*
 	 * Past the end of a backing that shrank, the file path reads zeroes
@@ -160,6 +176,46 @@ static blk_opf_t loopmq_remap_opf(struct request *rq, struct bio *src,
 
 static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 			     bool async);
+
+/*
+ * A write to a pinned file holds its file system's freeze protection
+ * until the request ends (DOC: pin): fsfreeze then waits for it.  Only
+ * the kthread waits for a frozen file system; queue_rq tries.  The
+ * clones end in another context, so lockdep is told that this task no
+ * longer holds it, as for an async kiocb.
+ */
+static bool loopmq_remap_freeze_get(struct loopmq_device *lo,
+				    struct request *rq)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct super_block *sb;
+
+	cmd->remap_frozen = false;
+	if (!lo->b.pin || req_op(rq) != REQ_OP_WRITE)
+		return true;
+	sb = lo->b.pin->inode->i_sb;
+	if (cmd->from_kthread)
+		sb_start_write(sb);
+	else if (!sb_start_write_trylock(sb))
+		return false;
+	__sb_writers_release(sb, SB_FREEZE_WRITE);
+	cmd->remap_frozen = true;
+	return true;
+}
+
+static void loopmq_remap_freeze_put(struct loopmq_device *lo,
+				    struct request *rq)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct super_block *sb;
+
+	if (!cmd->remap_frozen)
+		return;
+	cmd->remap_frozen = false;
+	sb = lo->b.pin->inode->i_sb;
+	__sb_writers_acquired(sb, SB_FREEZE_WRITE);
+	sb_end_write(sb);
+}
 
 static void loopmq_remap_end_io(struct bio *clone)
 {
@@ -210,9 +266,17 @@ static int loopmq_remap_clone(struct loopmq_device *lo, struct request *rq,
 				goto fail;
 		}
 		clone->bi_opf = loopmq_remap_opf(rq, src, nowait);
-		clone->bi_iter.bi_sector += shift;
 		clone->bi_end_io = loopmq_remap_end_io;
 		clone->bi_private = rq;
+		if (lo->b.pin) {
+			if (loopmq_pin_remap(lo->b.pin,
+					     (clone->bi_iter.bi_sector << SECTOR_SHIFT) +
+					     lo->b.offset, clone, &lo->bio_set,
+					     gfp, list))
+				goto fail;
+			continue;
+		}
+		clone->bi_iter.bi_sector += shift;
 		bio_list_add(list, clone);
 	}
 	return 0;
@@ -237,8 +301,9 @@ fail:
  * this function still looks at it; a clone may end inside
  * submit_bio_noacct().  Afterwards the caller must not touch @rq.
  *
- * Return: 0 when submitted, or -ENOMEM when nothing was (the caller
- * takes the file path or the kthread).
+ * Return: 0 when submitted, or -ENOMEM or -EAGAIN (a pinned file's file
+ * system is frozen) when nothing was: the caller takes the file path or
+ * the kthread.
  */
 int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
 			bool nowait)
@@ -255,9 +320,13 @@ int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
 		loopmq_complete_rq(rq);
 		return 0;
 	}
+	if (!loopmq_remap_freeze_get(lo, rq))
+		return -EAGAIN;
 	bio_list_init(&list);
-	if (loopmq_remap_clone(lo, rq, nowait, &list))
+	if (loopmq_remap_clone(lo, rq, nowait, &list)) {
+		loopmq_remap_freeze_put(lo, rq);
 		return -ENOMEM;
+	}
 	bio_list_for_each(clone, &list)
 		nr++;
 	cmd->remap_status = BLK_STS_OK;
@@ -281,6 +350,7 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 
 	if (!atomic_dec_and_test(&cmd->ref))
 		return;
+	loopmq_remap_freeze_put(lo, rq);
 	st = READ_ONCE(cmd->remap_status);
 	if (st == BLK_STS_AGAIN && cmd->remap_nowait) {
 		/* The backing had no tag free: the kthread waits for one. */

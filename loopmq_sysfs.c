@@ -209,14 +209,23 @@ static ssize_t stack_show(struct device *dev, struct device_attribute *attr,
 			  READ_ONCE(lo->stack_entry_max), THREAD_SIZE);
 }
 
+/* 1 while the backing file is pinned (DOC: pin in loopmq_pin.c). */
+static ssize_t pinned_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%d\n", !!READ_ONCE(loopmq_dev_of(dev)->b.pin));
+}
+
 static DEVICE_ATTR_RW(mode);
 static DEVICE_ATTR_RW(stats);
 static DEVICE_ATTR_RO(stack);
+static DEVICE_ATTR_RO(pinned);
 
 static struct attribute *loopmq_attrs[] = {
 	&dev_attr_mode.attr,
 	&dev_attr_stats.attr,
 	&dev_attr_stack.attr,
+	&dev_attr_pinned.attr,
 	NULL,
 };
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,30 @@ int lmq_set_mode(int index, unsigned int mode)
 	return dev_ioctl(index, LOOPMQ_SET_MODE, (unsigned long)&mi);
 }
 
+int lmq_set_remap(int index, unsigned int remap)
+{
+	return dev_ioctl(index, LOOPMQ_SET_REMAP, remap);
+}
+
+int lmq_get_pinned(int index)
+{
+	char disk[LMQ_NAME_MAX], path[PATH_MAX], buf[16];
+	ssize_t n;
+	int fd;
+
+	disk_name(index, disk, sizeof(disk));
+	snprintf(path, sizeof(path), "/sys/block/%s/loopmq/pinned", disk);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = 0;
+	return buf[0] == '1';
+}
+
 int lmq_get_stats(int index, struct loopmq_stats *st)
 {
 	char disk[LMQ_NAME_MAX];
@@ -538,6 +563,7 @@ const char *lmq_attach_step_name(enum lmq_attach_step step)
 		[LMQ_STEP_SET_BLOCK_SIZE] = "set sector size",
 		[LMQ_STEP_SET_DIRECT_IO] = "set direct-io",
 		[LMQ_STEP_SET_MODE] = "set mode",
+		[LMQ_STEP_SET_REMAP] = "set remap",
 	};
 
 	if ((unsigned int)step < sizeof(names) / sizeof(names[0]))
@@ -631,6 +657,13 @@ int lmq_attach(int index, const struct lmq_attach *a,
 		mi.mode = (unsigned int)a->mode;
 		*step = LMQ_STEP_SET_MODE;
 		if (ioctl(dfd, LOOPMQ_SET_MODE, &mi) < 0) {
+			r = -errno;
+			ioctl(dfd, LOOP_CLR_FD, 0);
+		}
+	}
+	if (r == 0 && a->remap >= 0) {
+		*step = LMQ_STEP_SET_REMAP;
+		if (ioctl(dfd, LOOPMQ_SET_REMAP, (unsigned long)a->remap) < 0) {
 			r = -errno;
 			ioctl(dfd, LOOP_CLR_FD, 0);
 		}

@@ -57,6 +57,7 @@ struct lmq_attach {
 	int		partscan;
 	int		direct_io;	/* 0 off, 1 on */
 	int		mode;		/* enum loopmq_mode, or -1 to leave alone */
+	int		remap;		/* LOOPMQ_REMAP_*, or -1 to leave alone */
 };
 
 /* Names and paths. */
@@ -95,6 +96,7 @@ enum lmq_attach_step {
 	LMQ_STEP_SET_BLOCK_SIZE,
 	LMQ_STEP_SET_DIRECT_IO,
 	LMQ_STEP_SET_MODE,	/* loopmq's dispatch mode */
+	LMQ_STEP_SET_REMAP,	/* pin the file (LOOPMQ_SET_REMAP) */
 };
 
 const char *lmq_attach_step_name(enum lmq_attach_step step);
@@ -117,6 +119,8 @@ int lmq_set_mode(int index, unsigned int mode);
 int lmq_get_mode(int index, unsigned int *mode);
 int lmq_get_stats(int index, struct loopmq_stats *st);
 int lmq_reset_stats(int index);
+int lmq_set_remap(int index, unsigned int remap);	/* LOOPMQ_REMAP_* */
+int lmq_get_pinned(int index);			/* 1, 0 or -errno */
 
 /* Helpers. */
 const char *lmq_mode_name(unsigned int mode);	/* NULL if unknown */

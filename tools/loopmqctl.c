@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 
 #include "lmqdev.h"
@@ -628,7 +629,7 @@ static int parse_columns(const char *spec, struct outfmt *f)
 
 enum {
 	OPT_SIZELIMIT = 0x100, OPT_SHOW, OPT_DIO, OPT_RAW, OPT_OUTPUT_ALL,
-	OPT_MODE, OPT_STATS, OPT_RESET_STATS,
+	OPT_MODE, OPT_STATS, OPT_RESET_STATS, OPT_REMAP,
 };
 
 static const struct option longopts[] = {
@@ -655,6 +656,7 @@ static const struct option longopts[] = {
 	{ "verbose",		no_argument,		NULL, 'v' },
 	{ "version",		no_argument,		NULL, 'V' },
 	{ "mode",		required_argument,	NULL, OPT_MODE },
+	{ "remap",		required_argument,	NULL, OPT_REMAP },
 	{ "stats",		no_argument,		NULL, OPT_STATS },
 	{ "reset-stats",	no_argument,		NULL, OPT_RESET_STATS },
 	{ NULL, 0, NULL, 0 },
@@ -726,6 +728,8 @@ static void usage(void)
 	       " -r, --read-only               set up a read-only loop device\n"
 	       "     --direct-io[=<on|off>]    open backing file with O_DIRECT\n"
 	       "     --mode <mode>             dispatch mode: %2$s\n"
+	       "     --remap <pinned|file>     pin the file and remap its I/O to the disk,\n"
+	       "                               or go through the file again\n"
 	       "     --show                    print device name after setup (with -f)\n"
 	       " -v, --verbose                 verbose mode\n"
 	       "\n"
@@ -771,9 +775,10 @@ struct opts {
 	const char	*actdev;	/* argument of -d / -c */
 	int		show, ro, partscan;
 	int		have_offset, have_sizelimit, have_bs, have_dio, have_mode;
+	int		have_remap;
 	uint64_t	offset, sizelimit;
 	unsigned int	bs;
-	int		dio, mode;
+	int		dio, mode, remap;
 };
 
 static int parse_number(const char *what, const char *arg, uint64_t *v)
@@ -882,6 +887,135 @@ static int check_backing_file(const struct opts *o, const char *file,
 
 /* ---- actions ----------------------------------------------------------- */
 
+/*
+ * The first extent of @file that a pin refuses, from FIEMAP, as text in
+ * @buf; 0 if FIEMAP shows none (or cannot tell).
+ */
+static int pin_bad_extent(const char *file, char *buf, size_t len)
+{
+	enum { NR = 64 };
+	struct {
+		struct fiemap		fm;
+		struct fiemap_extent	fe[NR];
+	} m;
+	uint64_t pos = 0, size;
+	struct stat st;
+	int fd, i, found = 0;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	size = (uint64_t)st.st_size;
+	if (!size) {
+		snprintf(buf, len, "the file is empty");
+		close(fd);
+		return 1;
+	}
+	while (pos < size && !found) {
+		memset(&m, 0, sizeof(m));
+		m.fm.fm_start = pos;
+		m.fm.fm_length = FIEMAP_MAX_OFFSET - pos;
+		m.fm.fm_flags = FIEMAP_FLAG_SYNC;
+		m.fm.fm_extent_count = NR;
+		if (ioctl(fd, FS_IOC_FIEMAP, &m) < 0)
+			break;
+		if (!m.fm.fm_mapped_extents) {
+			snprintf(buf, len, "a hole from offset %llu to the "
+				 "end (%llu bytes)", (unsigned long long)pos,
+				 (unsigned long long)(size - pos));
+			found = 1;
+			break;
+		}
+		for (i = 0; i < (int)m.fm.fm_mapped_extents && !found; i++) {
+			struct fiemap_extent *e = &m.fm.fm_extents[i];
+			uint32_t f = e->fe_flags;
+			const char *what = NULL;
+
+			if (e->fe_logical > pos) {
+				snprintf(buf, len, "a hole at offset %llu "
+					 "(%llu bytes)", (unsigned long long)pos,
+					 (unsigned long long)(e->fe_logical - pos));
+				found = 1;
+				break;
+			}
+			if (f & FIEMAP_EXTENT_UNWRITTEN)
+				what = "an unwritten (preallocated) extent";
+			else if (f & FIEMAP_EXTENT_SHARED)
+				what = "a shared (reflinked) extent";
+			else if (f & FIEMAP_EXTENT_DATA_INLINE)
+				what = "inline data";
+			else if (f & FIEMAP_EXTENT_DELALLOC)
+				what = "a delayed allocation";
+			else if (f & (FIEMAP_EXTENT_ENCODED |
+				      FIEMAP_EXTENT_DATA_ENCRYPTED))
+				what = "an encoded extent";
+			else if (f & FIEMAP_EXTENT_UNKNOWN)
+				what = "an extent of unknown location";
+			if (what && e->fe_logical < size) {
+				snprintf(buf, len, "%s at offset %llu "
+					 "(%llu bytes)", what,
+					 (unsigned long long)e->fe_logical,
+					 (unsigned long long)e->fe_length);
+				found = 1;
+				break;
+			}
+			pos = e->fe_logical + e->fe_length;
+			if (f & FIEMAP_EXTENT_LAST) {
+				if (pos < size) {
+					snprintf(buf, len, "a hole from offset "
+						 "%llu to the end (%llu bytes)",
+						 (unsigned long long)pos,
+						 (unsigned long long)(size - pos));
+					found = 1;
+				}
+				pos = size;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/* Report a failed LOOPMQ_SET_REMAP(PINNED) of @dev with its cause. */
+static void pin_failed(const char *dev, const char *file, int err,
+		       const char *tail)
+{
+	char why[256];
+
+	switch (err) {
+	case EPERM:
+		snprintf(why, sizeof(why), "pinning needs CAP_SYS_ADMIN");
+		break;
+	case EBUSY:
+		snprintf(why, sizeof(why), "it is pinned by another device "
+			 "or in use as swap");
+		break;
+	case EOPNOTSUPP:
+		snprintf(why, sizeof(why), "only files on ext4 and xfs that "
+			 "take direct I/O and are neither encrypted nor DAX "
+			 "can be pinned");
+		break;
+	case EINVAL:
+		if (pin_bad_extent(file, why, sizeof(why)))
+			break;
+		snprintf(why, sizeof(why), "its file system gives no block "
+			 "map for it (on xfs: a file that has shared extents "
+			 "or is on the realtime device), or the sector size "
+			 "or offset is not a multiple of its disk's logical "
+			 "block size");
+		break;
+	default:
+		snprintf(why, sizeof(why), "pinning failed");
+		break;
+	}
+	error_at(dev, err, "cannot pin %s: %s%s", file, why, tail);
+}
+
 static int do_attach(const struct opts *o, const char *devarg,
 		     const char *file)
 {
@@ -938,6 +1072,7 @@ static int do_attach(const struct opts *o, const char *devarg,
 	a.partscan = o->partscan;
 	a.direct_io = o->have_dio && o->dio;
 	a.mode = o->have_mode ? o->mode : -1;
+	a.remap = o->have_remap ? o->remap : -1;
 
 	for (tries = 0; ; tries++) {
 		if (!devarg) {
@@ -966,6 +1101,9 @@ static int do_attach(const struct opts *o, const char *devarg,
 			break;
 		case LMQ_STEP_ATTACH:
 			error_at(path, -r, "attach failed");
+			break;
+		case LMQ_STEP_SET_REMAP:
+			pin_failed(path, file, -r, " (device detached again)");
 			break;
 		default:
 			error_at(path, -r, "%s failed (device detached again)",
@@ -1007,6 +1145,19 @@ static int do_set(const struct opts *o, const char *devarg)
 		r = lmq_set_mode(index, (unsigned int)o->mode);
 		if (r) {
 			error_at(path, -r, "set mode failed");
+			return 1;
+		}
+	}
+	if (o->have_remap) {
+		r = lmq_set_remap(index, (unsigned int)o->remap);
+		if (r) {
+			struct lmq_info in;
+
+			if (o->remap == LOOPMQ_REMAP_PINNED &&
+			    lmq_get_info(index, &in) == 0)
+				pin_failed(path, in.back_file, -r, "");
+			else
+				error_at(path, -r, "set remap failed");
 			return 1;
 		}
 	}
@@ -1388,6 +1539,18 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("%s from loopmq %s\n", prog, LOOPMQ_VERSION);
 			return 0;
+		case OPT_REMAP:
+			if (!strcmp(optarg, "pinned")) {
+				o.remap = LOOPMQ_REMAP_PINNED;
+			} else if (!strcmp(optarg, "file")) {
+				o.remap = LOOPMQ_REMAP_FILE;
+			} else {
+				error_at(NULL, 0, "unknown --remap '%s' "
+					 "(expected pinned or file)", optarg);
+				return 1;
+			}
+			o.have_remap = 1;
+			break;
 		case OPT_MODE:
 			o.mode = lmq_mode_parse(optarg);
 			if (o.mode < 0) {
@@ -1438,13 +1601,15 @@ int main(int argc, char **argv)
 	case A_NONE:
 		if (o.list || (nargs == 0 && !o.have_offset &&
 			       !o.have_sizelimit && !o.have_bs &&
-			       !o.have_dio && !o.have_mode && !o.ro &&
+			       !o.have_dio && !o.have_mode && !o.have_remap &&
+			       !o.ro &&
 			       !o.partscan && !o.show)) {
 			o.act = nargs ? A_SHOW_ONE : A_LIST;
 		} else if (nargs == 2) {
 			o.act = A_ATTACH;
 		} else if (nargs == 1 &&
-			   (o.have_bs || o.have_dio || o.have_mode)) {
+			   (o.have_bs || o.have_dio || o.have_mode ||
+			    o.have_remap)) {
 			o.act = A_SET;
 		} else if (nargs == 1) {
 			o.act = A_SHOW_ONE;
@@ -1515,6 +1680,9 @@ int main(int argc, char **argv)
 				      "when attaching a file or with one device");
 		if (o.have_mode)
 			return reject("--mode",
+				      "when attaching a file or with one device");
+		if (o.have_remap)
+			return reject("--remap",
 				      "when attaching a file or with one device");
 	}
 	if (o.list && o.act != A_LIST && o.act != A_SHOW_ONE &&

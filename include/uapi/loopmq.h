@@ -128,5 +128,15 @@ struct loopmq_stats {
 #define LOOPMQ_GET_STATS	_IOR(LOOPMQ_IOC_MAGIC, 0xA2, struct loopmq_stats)
 /* Zero the per-device statistics. */
 #define LOOPMQ_RESET_STATS	_IO(LOOPMQ_IOC_MAGIC, 0xA3)
+/*
+ * How a bound device reaches a regular backing file (the argument, by
+ * value, as LOOP_SET_DIRECT_IO's): through the file, or by remapping to
+ * its file system's device with the file pinned, so that its blocks
+ * cannot move (loopmq(4), "Pinned files").  Pinning needs CAP_SYS_ADMIN.
+ * sysfs loopmq/pinned reads 1 while pinned.
+ */
+#define LOOPMQ_SET_REMAP	_IO(LOOPMQ_IOC_MAGIC, 0xA4)
+#define LOOPMQ_REMAP_FILE	0
+#define LOOPMQ_REMAP_PINNED	1
 
 #endif /* _UAPI_LOOPMQ_H */
