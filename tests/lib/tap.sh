@@ -102,6 +102,7 @@ _tap_errno() {
 	EISDIR) echo "21|Is a directory";;
 	EINVAL) echo "22|Invalid argument";;
 	ENOTTY) echo "25|Inappropriate ioctl for device";;
+	ETXTBSY) echo "26|Text file busy";;
 	EFBIG) echo "27|File too large";;
 	ENOSPC) echo "28|No space left on device";;
 	ESPIPE) echo "29|Illegal seek";;

@@ -32,6 +32,9 @@
  *   cached DEV OFF LEN          pages of the range in the page cache
  *                               (mmap and mincore); prints "OK n=PAGES"
  *   open DEV                    just open(2)
+ *   set-remap DEV 0|1           LOOPMQ_SET_REMAP (LOOPMQ_REMAP_FILE / _PINNED)
+ *   move-ext FILE DONOR         EXT4_IOC_MOVE_EXT of FILE's first block with
+ *                               DONOR's (e4defrag's ioctl)
  * FILE may be a path (opened O_RDWR, or O_RDONLY with a "ro:" prefix,
  * O_RDONLY|O_DIRECTORY with "dir:"), "pipe" (read end of a pipe),
  * "socket" (one end of a socketpair) or "badfd" (fd 999, not open).
@@ -51,6 +54,17 @@
 #include <linux/fs.h>
 #include <linux/loop.h>
 #include "errnames.h"
+
+/* EXT4_IOC_MOVE_EXT, as fs/ext4/ext4.h defines it (not in uapi headers) */
+struct lmq_move_extent {
+	__u32 reserved;
+	__u32 donor_fd;
+	__u64 orig_start;
+	__u64 donor_start;
+	__u64 len;
+	__u64 moved_len;
+};
+#define LMQ_EXT4_IOC_MOVE_EXT	_IOWR('f', 15, struct lmq_move_extent)
 #include "../../include/uapi/loopmq.h"
 
 #define NAME(id, name, help)	name,
@@ -316,6 +330,15 @@ int main(int argc, char **argv)
 		return result(fsync(fd));
 	if (!strcmp(cmd, "cached") && argc == 5)
 		return do_cached(fd, argv[3], argv[4]);
+	if (!strcmp(cmd, "set-remap") && argc == 4)
+		return result(ioctl(fd, LOOPMQ_SET_REMAP, num(argv[3])));
+	if (!strcmp(cmd, "move-ext") && argc == 4) {
+		struct lmq_move_extent me = { .len = 1 };
+
+		bfd = open_backing(argv[3]);
+		me.donor_fd = (__u32)bfd;
+		return result(ioctl(fd, LMQ_EXT4_IOC_MOVE_EXT, &me));
+	}
 	usage();
 	return 2;
 }

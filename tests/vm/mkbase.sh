@@ -23,6 +23,7 @@ ln -s /proc/mounts "$root/etc/mtab"
 progs="bash fio losetup blockdev fallocate mkfs.ext4 mke2fs mkfs.ext2 mkfs.ext3
 e2fsck fsck.ext4 tune2fs dumpe2fs debugfs resize2fs filefrag e2image
 mkfs.xfs xfs_io xfs_repair xfs_db xfs_info xfs_admin xfs_growfs fsck.xfs
+xfs_fsr e4defrag
 dmsetup jq dd sha256sum sha1sum md5sum cmp stat truncate timeout tar gzip xz
 kmod modprobe insmod rmmod lsmod modinfo depmod mount umount lsblk blkid
 findmnt wipefs dmesg partx blkdiscard nsenter unshare taskset flock hexdump
