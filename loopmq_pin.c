@@ -35,8 +35,13 @@
  * extents or lives on the realtime device.  Any 0 refuses the pin
  * (EINVAL, naming the offset in the kernel log; loopmqctl names the
  * extent from FIEMAP).  Runs of consecutive blocks are merged into the
- * map.  Last, the file's page cache is dropped: a page cached now would
- * hide the next remapped write from a reader of the file.  Only the
+ * map.  Last, the file's page cache is dropped, and with it every shared
+ * mapping's pages (a later write to one faults and gets SIGBUS); a page
+ * that cannot be dropped fails the pin (EBUSY).  From then on no cached
+ * page of the file is newer than the disk, so reads are remapped whether
+ * or not a reader of the file cached their range, and a remapped write
+ * drops the pages of its range that such a reader cached (DOC: remap),
+ * so that the reader sees it.  Only the
  * device's range of the file, [offset, offset + size), is mapped; the
  * pin protects the whole file.
  *
@@ -166,7 +171,8 @@ static int loopmq_pin_map(struct file *file, struct loopmq_pin *pin)
  * Return: 0, or EINVAL (a block that cannot be mapped, a range past the
  * end of the file, or @lbs and @offset not aligned to the file system's
  * device), EOPNOTSUPP (not a file loopmq can pin), EBUSY (pinned
- * already, or a swap file), ENOMEM, EINTR, or the error of the sync.
+ * already, a swap file, or a page of it that cannot be dropped), ENOMEM,
+ * EINTR, or the error of the sync.
  */
 int loopmq_pin_file(struct file *file, unsigned int lbs, loff_t offset,
 		    loff_t len, struct loopmq_pin **out)
@@ -216,11 +222,22 @@ int loopmq_pin_file(struct file *file, unsigned int lbs, loff_t offset,
 		return err;
 	}
 	/*
-	 * A page cached now would hide the next remapped write from the
-	 * file's readers; one that cannot go (busy) is covered by the rule
-	 * that drops a written range's pages (DOC: remap).
+	 * Drop the page cache, and with it every mapping of it: a write to a
+	 * shared mapping made before the pin faults from now on, and the
+	 * fault answers SIGBUS.  A page dirtied through such a mapping
+	 * meanwhile cannot be dropped: write it back (in place, the blocks
+	 * are mapped) and try again.  Afterwards no page can be newer than
+	 * the disk, which is what lets reads be remapped whatever is cached.
 	 */
-	invalidate_inode_pages2(file->f_mapping);
+	err = invalidate_inode_pages2(file->f_mapping);
+	if (err) {
+		filemap_write_and_wait(file->f_mapping);
+		err = invalidate_inode_pages2(file->f_mapping);
+	}
+	if (err) {
+		loopmq_pin_free(pin);
+		return err;
+	}
 	*out = pin;
 	return 0;
 }

@@ -11,6 +11,8 @@
 #   CAP_SYS_ADMIN fails with the errno the ABI documents, a message naming
 #   the extent or condition, and the device detached again; the file
 #   stays writable;
+# - a process writing through a shared mapping made before the pin gets
+#   SIGBUS, and what it wrote is what the device reads;
 # - the contract: while pinned, write(2) (buffered and O_DIRECT), O_TRUNC,
 #   truncate, fallocate (preallocate and punch), a shared writable mmap,
 #   copy_file_range into it, unlink and rename refuse, on xfs also FICLONE
@@ -130,9 +132,15 @@ for fs in ext4 xfs; do
 	frag_image $F $SZ || fail "$fs: fragmented image"
 	n=$(extents $F)
 	check "$fs: the image has $n extents (at least 8)" [ "${n:-0}" -ge 8 ]
-	sum0=$(sha256sum <$F)
+	# a writer through a shared mapping made before the pin
+	lmq-ioctl mmap-write $F $MB 90 &
+	mw=$!
+	sleep 0.5
 	out=$(loopmqctl --remap=pinned $D $F 2>&1)
 	is "$?" 0 "$fs: loopmqctl --remap=pinned $D $F${out:+ ($out)}"
+	wait $mw
+	is "$?" 135 "$fs: a writer through a mapping made before the pin got SIGBUS"
+	sum0=$(sha256sum <$F)
 	is "$(cat $S/loopmq/pinned)" 1 "$fs: sysfs loopmq/pinned reads 1"
 	is "$(sha256sum <$D)" "$sum0" "$fs: the device reads the image"
 	is "$(cat $S/queue/discard_max_bytes)" 0 "$fs: no discard on a pinned file"

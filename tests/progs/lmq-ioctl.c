@@ -35,6 +35,9 @@
  *   set-remap DEV 0|1           LOOPMQ_SET_REMAP (LOOPMQ_REMAP_FILE / _PINNED)
  *   move-ext FILE DONOR         EXT4_IOC_MOVE_EXT of FILE's first block with
  *                               DONOR's (e4defrag's ioctl)
+ *   mmap-write FILE LEN BYTE    map LEN bytes of FILE shared and writable and
+ *                               write BYTE to them over and over, forever
+ *                               (until a signal such as SIGBUS ends it)
  * FILE may be a path (opened O_RDWR, or O_RDONLY with a "ro:" prefix,
  * O_RDONLY|O_DIRECTORY with "dir:"), "pipe" (read end of a pipe),
  * "socket" (one end of a socketpair) or "badfd" (fd 999, not open).
@@ -332,6 +335,20 @@ int main(int argc, char **argv)
 		return do_cached(fd, argv[3], argv[4]);
 	if (!strcmp(cmd, "set-remap") && argc == 4)
 		return result(ioctl(fd, LOOPMQ_SET_REMAP, num(argv[3])));
+	if (!strcmp(cmd, "mmap-write") && argc == 5) {
+		size_t len = num(argv[3]);
+		volatile unsigned char *p;
+
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			return result(-1);
+		for (;;) {
+			size_t i;
+
+			for (i = 0; i < len; i += 512)
+				p[i] = (unsigned char)num(argv[4]);
+		}
+	}
 	if (!strcmp(cmd, "move-ext") && argc == 4) {
 		struct lmq_move_extent me = { .len = 1 };
 
