@@ -52,6 +52,10 @@
  * racing the write may still see either data, as with any O_DIRECT
  * writer (tests/guest/82-remap.sh checks that a page cached before a
  * write is not stale after it).
+ *
+ * A pinned image file (DOC: pin in loopmq_pin.c) takes this path too, to
+ * its file system's device through the file's block map: each clone is
+ * pointed at its extent and split where it crosses into the next.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -17,7 +17,8 @@
 #   truncate, fallocate (preallocate and punch), a shared writable mmap,
 #   copy_file_range into it, unlink and rename refuse, on xfs also FICLONE
 #   (both ways), FIDEDUPERANGE and XFS_IOC_SWAPEXT (xfs_fsr's ioctl), on
-#   ext4 EXT4_IOC_MOVE_EXT (e4defrag's ioctl); after the detach every one
+#   ext4 EXT4_IOC_MOVE_EXT (e4defrag's ioctl) and EXT4_IOC_SWAP_BOOT;
+#   after the detach every one
 #   of them succeeds on the same file; xfs_fsr and e4defrag leave the
 #   pinned file's extents as they are, and defragment it once detached;
 # - data: the image is fully written but fragmented on purpose (written
@@ -174,6 +175,9 @@ for fs in ext4 xfs; do
 		op "FICLONE into it" ETXTBSY "xfs_io -c 'reflink $M/other 0 0 4096' $F 2>&1 | $XERR"
 		op "FICLONE from it" ETXTBSY "xfs_io -c 'reflink $F 0 0 4096' $M/other 2>&1 | $XERR"
 		op "FIDEDUPERANGE" ETXTBSY "xfs_io -c 'dedupe $M/other 0 0 4096' $F 2>&1 | $XERR"
+	else
+		# last: once allowed, it leaves the file with the boot loader's blocks
+		op "EXT4_IOC_SWAP_BOOT" EINVAL "lmq-ioctl swap-boot $F"
 	fi
 	for o in "${OPS[@]}"; do
 		IFS='|' read -r name e cmd <<<"$o"

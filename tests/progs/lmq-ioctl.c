@@ -35,6 +35,8 @@
  *   set-remap DEV 0|1           LOOPMQ_SET_REMAP (LOOPMQ_REMAP_FILE / _PINNED)
  *   move-ext FILE DONOR         EXT4_IOC_MOVE_EXT of FILE's first block with
  *                               DONOR's (e4defrag's ioctl)
+ *   swap-boot FILE              EXT4_IOC_SWAP_BOOT (FILE's blocks for the
+ *                               boot loader inode's)
  *   mmap-write FILE LEN BYTE    map LEN bytes of FILE shared and writable and
  *                               write BYTE to them over and over, forever
  *                               (until a signal such as SIGBUS ends it)
@@ -349,6 +351,8 @@ int main(int argc, char **argv)
 				p[i] = (unsigned char)num(argv[4]);
 		}
 	}
+	if (!strcmp(cmd, "swap-boot") && argc == 3)
+		return result(ioctl(fd, _IO('f', 17)));
 	if (!strcmp(cmd, "move-ext") && argc == 4) {
 		struct lmq_move_extent me = { .len = 1 };
 
