@@ -24,11 +24,14 @@
 # repeats it; pl.cells=N / PL_CELLS sets the number of cells, default 4).
 # One more cell puts loopmq directly on the logged device, no backing fs,
 # with direct I/O: the remap path (its requests go to dm-log-writes as
-# bios); it must have remapped requests.
+# bios); it must have remapped requests.  Another pins a fully written
+# image on the backing fs (LOOPMQ_SET_REMAP): its requests are remapped to
+# the logged device too, and so must be some.
 # Negative control, same boot: loopmq loaded with fault_drop_flush=1
 # (FLUSH acknowledged without syncing the backing file, FUA without
 # O_DSYNC) must lose acknowledged writes at some replay point, or this test
-# fails; so must a second control through the remap path.  A module without that parameter gets an emulated control instead
+# fails; so must a second control through the remap path, and a third
+# through a pinned file.  A module without that parameter gets an emulated control instead
 # (the writer skips its syncs but still marks), with a diag line.
 # /dev/vda: A 256 MiB logged device | C 256 MiB replay target | B 768 MiB
 # log | D 256 MiB snapshot exceptions.  xfs below 300 MB needs mkfs.xfs's
@@ -236,9 +239,14 @@ run_cell() {
 		fi
 	elif ! run mkfs-low.log mkfs_fs "$lowfs" /dev/mapper/plLW ||
 	   ! run mount-low.log mount_fs "$lowfs" /dev/mapper/plLW $LOW ||
-	   ! case $alloc in falloc) fallocate -l ${IMG_MB}M $LOW/img;; *) truncate -s ${IMG_MB}M $LOW/img;; esac ||
+	   ! case $alloc in
+	     falloc) fallocate -l ${IMG_MB}M $LOW/img;;
+	     pinned) dd if=/dev/zero of=$LOW/img bs=1M count=$IMG_MB oflag=direct conv=fsync status=none;;
+	     *) truncate -s ${IMG_MB}M $LOW/img;;
+	     esac ||
 	   ! run load.log load "$mode" "${lparam[@]}" ||
 	   ! run attach.log attach "$dio" $LOW/img ||
+	   ! { [ "$alloc" != pinned ] || run pin.log lmq-ioctl set-remap $DEV 1; } ||
 	   ! run mkfs-up.log mkfs_fs "$upfs" $DEV ||
 	   ! run mount-up.log mount_fs "$upfs" $DEV $UP ||
 	   ! mkdir $UP/d; then
@@ -255,7 +263,7 @@ run_cell() {
 		cell_bad=1 cell_why="the writer failed"; return
 	fi
 	local wt=$((SECONDS - t0))
-	if [ "$lowfs" = raw ] && [ "$dio" = on ]; then
+	if { [ "$lowfs" = raw ] && [ "$dio" = on ]; } || [ "$alloc" = pinned ]; then
 		remapped=$(lmq_stat 0 remap)
 		cell_desc+=", $remapped requests remapped"
 		[ "${remapped:-0}" -gt 0 ] ||
@@ -402,6 +410,14 @@ shuffle direct kthread aio auto; rm=${SH[0]}
 shuffle ext4 xfs; ru=${SH[0]}
 shuffle buffered direct; rio=${SH[0]}
 trial "$ncells" "$rm" on raw "$ru" - "$rio" "the remap path"
+# and a pinned image file (loopmq_pin.c): its requests go to the logged
+# device as bios too, its FLUSH a flush of that device
+shuffle direct kthread aio auto; pm=${SH[0]}
+shuffle on off; pd=${SH[0]}
+shuffle ext4 xfs; pl=${SH[0]}
+shuffle ext4 xfs; pu=${SH[0]}
+shuffle buffered direct; pio=${SH[0]}
+trial $((ncells + 1)) "$pm" "$pd" "$pl" "$pu" pinned "$pio" "a pinned image file"
 
 # ---- negative control --------------------------------------------------------
 if modinfo -p loopmq 2>/dev/null | grep -q '^fault_drop_flush:'; then
@@ -430,6 +446,15 @@ if [ $ctl = param ]; then
 		[ -z "$cell_why" ] || diag "the control also had: $cell_why"
 	else
 		fail "negative control of the remap path $cell_desc" "NOT caught: no lost writes at $cell_points points${cell_why:+; $cell_why}"
+	fi
+	rnd 1000000000; ws=$R
+	echo "# negative control of a pinned file ($ctldesc): auto dio=on ext4/ext4 pinned $cio seed $ws"
+	run_cell 11 auto on ext4 ext4 pinned "$cio" "$ws" param
+	if [ "$cell_lost" -gt 0 ]; then
+		pass "negative control of a pinned file $cell_desc: caught, acknowledged writes lost at $cell_lostpts"
+		[ -z "$cell_why" ] || diag "the control also had: $cell_why"
+	else
+		fail "negative control of a pinned file $cell_desc" "NOT caught: no lost writes at $cell_points points${cell_why:+; $cell_why}"
 	fi
 fi
 diag "$ncells cells, $total_points replay points checked, $total_lost with lost writes (0 expected); $((SECONDS - t_start)) s"
