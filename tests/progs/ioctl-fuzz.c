@@ -162,6 +162,7 @@ static const struct known known[] = {
 	{ "LOOPMQ_GET_MODE", LOOPMQ_GET_MODE, A_OUT, sizeof(struct loopmq_mode_info), 0 },
 	{ "LOOPMQ_GET_STATS", LOOPMQ_GET_STATS, A_OUT, sizeof(struct loopmq_stats), 0 },
 	{ "LOOPMQ_RESET_STATS", LOOPMQ_RESET_STATS, A_NONE, 0, 0 },
+	{ "LOOPMQ_SET_REMAP", LOOPMQ_SET_REMAP, A_INT, 0, 0 },
 };
 #define NKNOWN ((int)(sizeof(known) / sizeof(known[0])))
 
