@@ -12,6 +12,7 @@
 #
 # Header variables:
 #   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
+#              | xfs-sparse | xfs-reflink (a fresh image before every target: fresh_image)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #   WORKLOADS  space-separated workload names (see wl_args)
 #   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
@@ -37,6 +38,9 @@ BACKDEV=""		# what loop/loopmq/dm-linear sit on (device or image file)
 RAW=""			# raw backing kind under a file: ram
 LOOPMQ_DEV=""
 LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
+FRESH=""		# sparse | reflink: make BACKDEV anew before every target
+ORIG=""			# reflink: the fully written image BACKDEV is a copy of
+FREE0=""		# free blocks of its file system before any image (or copy) existed
 
 log() {	# to stderr, and to guest.log once main() made $OUT
 	echo "bench[${GROUP:-}]: $*" >&2
@@ -83,6 +87,19 @@ m=$(cat "/tmp/bench-msg-$1" 2>/dev/null)
 echo "$m (guest time $(( $(date +%s) - $(cat /tmp/bench-t0) ))s)" >/dev/console
 SAY
 	chmod +x /tmp/bench-say
+	# xfs-sparse, xfs-reflink: before each workload's warm-up, write back what
+	# the previous workload left dirty (a buffered target's writes, or direct
+	# writes xfs turned into buffered ones), so that its writeback does not
+	# run inside the next workload's measured runs; the guest time it took
+	# goes to the log, as the price of the writes that the write cell left out.
+	cat >/tmp/bench-sync <<SYNC
+#!/bin/bash
+d=\$(awk '\$1 == "Dirty:" { print \$2 }' /proc/meminfo)
+t0=\$(date +%s%N); sync; t1=\$(date +%s%N)
+echo "bench[$GROUP]: before cell \$1: sync: \$d KiB dirty, \$(( (t1 - t0) / 1000 )) us guest time" >>$LOG
+exec /tmp/bench-say "\$1"
+SYNC
+	chmod +x /tmp/bench-sync
 	date +%s >/tmp/bench-t0
 	cat >/tmp/bench-snap <<'SNAP'
 #!/bin/bash
@@ -137,7 +154,7 @@ target_jobfile() {	# dev first-cell-number
 		echo "new_group"
 		for a in $args; do a=${a#--}; [ "$a" = group_reporting ] || echo "$a"; done
 		echo "runtime=$(fio_ms "$WARMUP")"
-		echo "exec_prerun=/tmp/bench-say $(($2 + i))"
+		echo "exec_prerun=/tmp/bench-$([ -n "$FRESH" ] && echo sync || echo say) $(($2 + i))"
 		for r in $(seq 1 "$REPS"); do
 			echo "[w$i-r$r]"
 			echo "stonewall"
@@ -265,6 +282,83 @@ setup_fs() {	# xfs | ext4 on RAWDEV, image file -> BACKDEV
 	prefill "$BACKDEV"
 }
 
+# xfs-sparse and xfs-reflink: an image on xfs whose first write to each block
+# allocates (sparse: a hole) or copies (reflink: a shared extent).  Every
+# target gets a fresh one (fresh_image, from run_targets), so each starts
+# from the same state.  The I/O region is the whole image, as large as the
+# RAM disk allows: SIZE_MB is set here from the file system's free space.
+setup_fresh() {	# sparse | reflink
+	local avail
+	FRESH=$1
+	case $1 in
+	sparse)  mkfs.xfs -f -q "$RAWDEV" || return 1;;
+	reflink) mkfs.xfs -f -q -m reflink=1 "$RAWDEV" || return 1;;
+	esac
+	log "xfs features: $(xfs_db -r -c version "$RAWDEV" 2>&1 | sed 's/.*= //')"
+	mkdir -p $MNT && mount -t xfs "$RAWDEV" $MNT || return 1
+	avail=$(( $(stat -f -c '%a * %S' $MNT) / 1048576 ))
+	# sparse: the image may fill; reflink: the original plus a copy whose
+	# every block may be copied once.  32 MiB are left for metadata.
+	case $1 in
+	sparse)  SIZE_MB=$(( (avail - 32) / 16 * 16 ));;
+	reflink) SIZE_MB=$(( (avail - 32) / 2 / 16 * 16 ));;
+	esac
+	log "xfs free ${avail} MiB: image and I/O region ${SIZE_MB} MiB (RAM disk ${RAW_MB} MiB)"
+	[ "$SIZE_MB" -ge 64 ] || { log "too little space for a ${1} image"; return 1; }
+	BACKDEV=$MNT/image
+	if [ "$1" = reflink ]; then
+		ORIG=$MNT/orig
+		prefill "$ORIG" || return 1
+		log "original $(image_state "$ORIG")"
+	fi
+	sync
+	FREE0=$(stat -f -c %a $MNT)
+}
+
+# Allocated and shared blocks of an image, for the log: the run proves its
+# own premise (a sparse image is mostly holes, a reflinked copy all shared).
+image_state() {	# file
+	local st ext
+	st=$(stat -c '%s %b %B' "$1" 2>/dev/null) || { echo "$1: missing"; return; }
+	set -- "$1" $st
+	# filefrag -s: write back first (what a buffered target left dirty is
+	# allocated then); -v: "N: logical..: physical..: length: [expected:] flags"
+	ext=$(filefrag -sv "$1" 2>/dev/null | awk -F: '
+		$1 ~ /^ *[0-9]+$/ { n++; l = $4 + 0; t += l
+			if ($0 ~ /shared/) { ns++; s += l }
+			if ($0 ~ /unwritten/) { nu++; u += l } }
+		END { printf "%d extents, %d blocks mapped; shared: %d extents, %d blocks; unwritten: %d extents, %d blocks",
+			n, t, ns, s, nu, u }')
+	echo "$1: size $(( $2 / 1048576 )) MiB, allocated $(( $3 * $4 / 1048576 )) MiB ($(( $3 * $4 / 4096 )) x 4 KiB; du $(du -k "$1" | cut -f1) KiB); $ext"
+}
+
+# A fresh image for the next target: the sparse image truncated anew (never
+# written), or a new reflink copy of the fully written original.  The old
+# one is removed first, and we wait until its blocks are free again: xfs
+# frees a removed file's extents in the background (inodegc), and freeing
+# the previous target's tens of thousands of extents must neither run
+# during the next target's measured runs nor leave it less free space.
+fresh_image() {	# target-label
+	local i free
+	rm -f "$BACKDEV"
+	for i in $(seq 1200); do
+		sync
+		free=$(stat -f -c %a $MNT)
+		[ "$free" -ge $((FREE0 - 256)) ] && break	# within 1 MiB
+		sleep 0.1
+	done
+	[ "$free" -ge $((FREE0 - 256)) ] ||
+		{ log "only $free of $FREE0 blocks free after removing $BACKDEV"; return 1; }
+	[ "$i" -gt 1 ] && log "the previous image's blocks were free after ${i} checks"
+	echo 3 >/proc/sys/vm/drop_caches
+	case $FRESH in
+	sparse)  truncate -s "${SIZE_MB}M" "$BACKDEV" || return 1;;
+	reflink) cp --reflink=always "$ORIG" "$BACKDEV" || return 1;;
+	esac
+	sync
+	log "fresh image for $1: $(image_state "$BACKDEV"); fs free $(( $(stat -f -c '%a * %S' $MNT) / 1048576 )) MiB"
+}
+
 # ---- stacked targets ---------------------------------------------------------
 
 dm_linear_up() {	# dev -> prints /dev/mapper/NAME
@@ -334,6 +428,14 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 	for tm in $TARGETS; do
 		t=${tm%%:*}; m=""
 		[ "$t" != "$tm" ] && m=${tm#*:}
+		if [ -n "$FRESH" ]; then
+			# loopmq holds the old image open: detach, attach to the new one
+			[ -n "$LOOPMQ_DEV" ] && loopmq_down
+			if ! fresh_image "$tm"; then
+				skip_target "$t" "$m" "could not make a fresh $FRESH image"
+				continue
+			fi
+		fi
 		case $t in
 		backing)
 			run_target backing "" "$BACKDEV";;
@@ -369,6 +471,8 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 		null_blk)
 			run_target null_blk "" "$BACKDEV";;
 		esac
+		# Dirty: what a buffered target left unwritten (image_state writes it back)
+		[ -n "$FRESH" ] && log "after $tm: dirty $(awk '$1 == "Dirty:" { print $2 }' /proc/meminfo) KiB; $(image_state "$BACKDEV")"
 	done
 	loopmq_down
 }
@@ -409,6 +513,9 @@ main() {
 	xfs-file|ext4-file)
 		BACKING=$GROUP RAW=ram
 		setup_raw ram && setup_fs "${GROUP%-file}" || ok=0;;
+	xfs-sparse|xfs-reflink)
+		BACKING=$GROUP RAW=ram
+		setup_raw ram && setup_fresh "${GROUP#xfs-}" || ok=0;;
 	tmpfs-file)
 		BACKING=$GROUP
 		BACKDEV=/tmp/bench-image
