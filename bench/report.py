@@ -41,6 +41,10 @@ WORKLOADS = [r[0] for r in table("workloads")]
 SHORT = {r[0]: r[1] for r in table("workloads")}
 SINGLE_JOB = {r[0] for r in table("workloads") if "--numjobs=1" in r[3].split()}
 BACKINGS = [r[0] for r in table("backings")]
+# Image files whose first write to a block allocates (a hole) or copies (a
+# shared extent): results.md compares loopmq with stock loop's better setting
+# there (loop_vs_loopmq).
+FRESH_IMAGE_BACKINGS = ["xfs-sparse", "xfs-reflink"]
 
 
 def loopmq_modes():
@@ -186,6 +190,39 @@ def fio_runs(path, prefix):
     return out, None
 
 
+def fio_totals(path, prefix):
+    """-> (I/Os, seconds) over every job named PREFIX* (warm-up and measured runs)."""
+    try:
+        txt = open(path).read()
+        j = json.loads(txt[txt.find("{"):])
+    except (OSError, ValueError):
+        return None, None
+    ios, ms = 0, 0
+    for job in j.get("jobs", []):
+        if job.get("jobname", "").startswith(prefix):
+            ios += job["read"]["total_ios"] + job["write"]["total_ios"]
+            ms += job.get("job_runtime", 0)
+    return ios, ms / 1000.0
+
+
+def writeback_lines(resdir):
+    """-> {cell id: (dirty KiB, sync us)} from the guest logs' "before cell N: sync:"
+    lines (xfs-sparse, xfs-reflink: bench/guest/lib.sh, bench-sync), keyed by the
+    cell whose warm-up that sync preceded."""
+    out = {}
+    for lf in glob.glob(os.path.join(resdir, "vm-*", "**", "guest.log"), recursive=True):
+        kern = os.path.basename(lf.split(os.sep + "bench" + os.sep)[0]).replace("vm-", "", 1)
+        for ln in open(lf, errors="replace"):
+            f = ln.split()
+            # bench[G]: before cell N: sync: D KiB dirty, T us guest time
+            if len(f) >= 9 and f[1:3] == ["before", "cell"] and f[4] == "sync:":
+                try:
+                    out["%s-%03d" % (kern, int(f[3].rstrip(":")))] = (int(f[5]), int(f[8]))
+                except ValueError:
+                    pass
+    return out
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -232,6 +269,7 @@ def load(resdir):
                 "paths": s.get("paths"),
             })
         c = dict(m)
+        c["_totals"] = fio_totals(base + ".json", prefix)
         c["runs_detail"] = runs
         good = [r for r in runs if not r["error"] and r["ios"] > 0]
         c["ok"] = bool(good) and len(good) == len(runs)
@@ -249,6 +287,23 @@ def load(resdir):
             mid = sorted(good, key=lambda r: r["iops"])[len(good) // 2]
             c["paths"] = mid["paths"]
         cells[key(c)] = c
+    # What a workload left dirty, and the guest time sync took to write it back
+    # before the next workload of the same target (same fio process) began.
+    wb = writeback_lines(resdir)
+    byid = {c["id"]: c for c in cells.values() if "id" in c}
+    for c in byid.values():
+        kern, _, num = c["id"].rpartition("-")
+        nxt = byid.get("%s-%03d" % (kern, int(num) + 1))
+        w = wb.get("%s-%03d" % (kern, int(num) + 1))
+        if not (w and nxt and nxt.get("fio") == c.get("fio") and c.get("ok")):
+            continue
+        c["dirty_after_kib"], c["writeback_after_us"] = w
+        ios, secs = c["_totals"]
+        if ios and secs:
+            c["iops_all_runs"] = r3(ios / secs, 1)
+            c["iops_incl_writeback"] = r3(ios / (secs + w[1] / 1e6), 1)
+    for c in cells.values():
+        c.pop("_totals", None)
     for mf in glob.glob(os.path.join(resdir, "vm-*", "**", "missing.jsonl"), recursive=True):
         for ln in open(mf):
             try:
@@ -371,7 +426,109 @@ def markdown(cells, meta_txt):
                 c["kernel"], c["backing"], c["workload"], c["mode"],
                 " | ".join(str(c["paths"].get(n, "")) for n in names)))
         out.append("")
+    out += loop_vs_loopmq(cs)
+    out += loop_vs_loopmq(cs, "iops_incl_writeback")
     return "\n".join(out)
+
+
+def loop_vs_loopmq(cs, field="iops"):
+    """On sparse and reflinked images: per kernel, backing and workload, the stock
+    loop driver's better setting (dio on or off) and every loopmq mode as a ratio
+    of it; cells below 1.0 marked.  Nothing when no such backing was measured.
+    field iops_incl_writeback: the write cells again, counting the writeback
+    that followed them."""
+    have = [c for c in cs if c["backing"] in FRESH_IMAGE_BACKINGS and
+            (field == "iops" or c.get(field) is not None and c.get("dirty_after_kib") is not None)]
+    if field != "iops":
+        wrote = {(c["kernel"], c["backing"], c["workload"]) for c in have
+                 if c["target"] == "loop" and c["dirty_after_kib"] > 0}
+        have = [c for c in have if (c["kernel"], c["backing"], c["workload"]) in wrote]
+    if not have:
+        return []
+    modes = [m for t, m in TARGETS if t == "loopmq"]
+    for c in have:
+        if c["target"] == "loopmq" and c["mode"] not in modes:
+            modes.append(c["mode"])
+    cell = {key(c): c for c in have}
+
+    def iops(k, t, m, b, w):
+        c = cell.get((k, t, m, b, w))
+        return c.get(field) if c and c.get("ok") else None
+
+    if field == "iops":
+        out = ["## Sparse and reflinked images: loopmq against stock loop's better setting", ""]
+        out.append("Per cell, stock loop's IOPS with direct I/O on and off, the better of the "
+                   "two, and each loopmq mode's IOPS as a ratio of that better one; "
+                   "**bold** with `<1` marks a loopmq cell slower than it. The image is made "
+                   "anew before every target (xfs-sparse: a sparse file, never written; "
+                   "xfs-reflink: a reflink copy of a fully written file), so the workload's "
+                   "first write to each block allocates or copies.")
+    else:
+        out = ["### The same, counting the writeback the write cells left behind", ""]
+        out.append("Before each workload the guest writes back what the previous one left "
+                   "dirty (`sync`, outside the measured runs; `dirty_after_kib`, "
+                   "`writeback_after_us` in bench.json). Here every run of the workload, "
+                   "warm-up included, over its run time plus that writeback "
+                   "(`iops_incl_writeback`), for the workloads after which stock loop left "
+                   "dirty data.")
+    out.append("")
+    out.append("| kernel | backing | workload | loop dio-on | loop dio-off | better | " +
+               " | ".join("loopmq/" + m for m in modes) + " |")
+    out.append("|" + " --- |" * (6 + len(modes)))
+    verdict = []
+    kernels = []
+    for c in have:                      # cs is in the report's order
+        if c["kernel"] not in kernels:
+            kernels.append(c["kernel"])
+    for kern in kernels:
+        for b in FRESH_IMAGE_BACKINGS:
+            wls = [w for w in WORKLOADS if any(c["kernel"] == kern and c["backing"] == b and
+                                               c["workload"] == w for c in have)]
+            wls += sorted({c["workload"] for c in have if c["kernel"] == kern and
+                           c["backing"] == b and c["workload"] not in WORKLOADS})
+            below, n, missing = {}, 0, 0
+            for w in wls:
+                on = iops(kern, "loop", "dio-on", b, w)
+                off = iops(kern, "loop", "dio-off", b, w)
+                best = max([x for x in (on, off) if x is not None], default=None)
+                which = "" if best is None else (" (dio-on)" if best == on else " (dio-off)")
+                vals = []
+                for m in modes:
+                    x = iops(kern, "loopmq", m, b, w)
+                    if x is None:
+                        vals.append("missing")
+                        missing += 1
+                    elif best is None:
+                        vals.append(fmt(x, "k"))
+                        missing += 1
+                    else:
+                        r = x / best
+                        n += 1
+                        # four places where three would round a shortfall up to 1.000
+                        rs = "%.4f" % r if r < 1.0 and round(r, 3) >= 1.0 else "%.3f" % r
+                        if r < 1.0:
+                            below.setdefault(m, []).append(w)
+                            vals.append("%s **%s** `<1`" % (fmt(x, "k"), rs))
+                        else:
+                            vals.append("%s %s" % (fmt(x, "k"), rs))
+                out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    kern, b, w, fmt(on, "k") or "missing", fmt(off, "k") or "missing",
+                    (fmt(best, "k") + which) if best is not None else "missing",
+                    " | ".join(vals)))
+            if wls:
+                nb = sum(len(v) for v in below.values())
+                verdict.append("- Linux %s, `%s`: %d of %d loopmq cells below stock loop's "
+                               "better setting%s%s%s" % (
+                                   kern, b, nb, n,
+                                   ": " + "; ".join("%s (%s)" % (m, ", ".join(below[m]))
+                                                    for m in modes if m in below)
+                                   if below else "",
+                                   "; %d not compared (missing)" % missing if missing else "",
+                                   " (counting writeback)" if field != "iops" else ""))
+    out.append("")
+    out += verdict
+    out.append("")
+    return out
 
 
 # The chart's first colours; more targets get colours spread around the hue circle.
