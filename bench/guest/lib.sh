@@ -285,8 +285,8 @@ setup_fs() {	# xfs | ext4 on RAWDEV, image file -> BACKDEV
 # xfs-sparse and xfs-reflink: an image on xfs whose first write to each block
 # allocates (sparse: a hole) or copies (reflink: a shared extent).  Every
 # target gets a fresh one (fresh_image, from run_targets), so each starts
-# from the same state.  The I/O region is the whole image, as large as the
-# RAM disk allows: SIZE_MB is set here from the file system's free space.
+# from the same state.  The I/O region is the whole image: SIZE_MB is set
+# here from the file system's free space.
 setup_fresh() {	# sparse | reflink
 	local avail
 	FRESH=$1
@@ -297,12 +297,15 @@ setup_fresh() {	# sparse | reflink
 	log "xfs features: $(xfs_db -r -c version "$RAWDEV" 2>&1 | sed 's/.*= //')"
 	mkdir -p $MNT && mount -t xfs "$RAWDEV" $MNT || return 1
 	avail=$(( $(stat -f -c '%a * %S' $MNT) / 1048576 ))
-	# sparse: the image may fill; reflink: the original plus a copy whose
-	# every block may be copied once.  32 MiB are left for metadata.
-	case $1 in
-	sparse)  SIZE_MB=$(( (avail - 32) / 16 * 16 ));;
-	reflink) SIZE_MB=$(( (avail - 32) / 2 / 16 * 16 ));;
-	esac
+	# reflink: the original plus a copy whose every block may be copied
+	# once; 32 MiB are left for metadata.  sparse: the same size.  Not the
+	# whole free space: a buffered writer's delayed allocations reserve
+	# worst-case bmap btree blocks for every separate extent
+	# (xfs_bmap_worst_indlen), one per random 4 KiB write here, and an
+	# image filling 92% of the file system stopped every buffered cell
+	# after the same ~25K writes: on ENOSPC xfs_file_buffered_write flushes
+	# the whole file system (xfs_flush_inodes) and retries, in the writer.
+	SIZE_MB=$(( (avail - 32) / 2 / 16 * 16 ))
 	log "xfs free ${avail} MiB: image and I/O region ${SIZE_MB} MiB (RAM disk ${RAW_MB} MiB)"
 	[ "$SIZE_MB" -ge 64 ] || { log "too little space for a ${1} image"; return 1; }
 	BACKDEV=$MNT/image
