@@ -13,6 +13,7 @@
 # Header variables:
 #   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
 #              | xfs-sparse | xfs-reflink (a fresh image before every target: fresh_image)
+#              | xfs-pinned | ext4-pinned (loopmq pins the image: loopmq_up)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #   WORKLOADS  space-separated workload names (see wl_args)
 #   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
@@ -41,6 +42,7 @@ LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
 FRESH=""		# sparse | reflink: make BACKDEV anew before every target
 ORIG=""			# reflink: the fully written image BACKDEV is a copy of
 FREE0=""		# free blocks of its file system before any image (or copy) existed
+PIN=""			# 1: loopmq pins BACKDEV and remaps to the disk under it
 
 log() {	# to stderr, and to guest.log once main() made $OUT
 	echo "bench[${GROUP:-}]: $*" >&2
@@ -409,6 +411,14 @@ loopmq_up() {
 		{ LOOPMQ_WHY="no /sys/block/loopmq0/loopmq/mode"; return 1; }
 	[ "$(blockdev --getsize64 /dev/loopmq0 2>/dev/null || echo 0)" -gt 0 ] ||
 		{ LOOPMQ_WHY="loopmq0 has size 0 after attach"; return 1; }
+	if [ -n "$PIN" ]; then
+		if ! err=$(loopmqctl --remap=pinned /dev/loopmq0 2>&1); then
+			LOOPMQ_WHY="loopmqctl --remap=pinned failed: $err"; return 1
+		fi
+		[ "$(cat /sys/block/loopmq0/loopmq/pinned 2>/dev/null)" = 1 ] ||
+			{ LOOPMQ_WHY="loopmq0 not pinned after loopmqctl --remap=pinned"; return 1; }
+		log "pinned $BACKDEV: $(image_state "$BACKDEV")"
+	fi
 	LOOPMQ_DEV=/dev/loopmq0
 }
 
@@ -516,6 +526,9 @@ main() {
 	xfs-file|ext4-file)
 		BACKING=$GROUP RAW=ram
 		setup_raw ram && setup_fs "${GROUP%-file}" || ok=0;;
+	xfs-pinned|ext4-pinned)
+		BACKING=$GROUP RAW=ram PIN=1
+		setup_raw ram && setup_fs "${GROUP%-pinned}" || ok=0;;
 	xfs-sparse|xfs-reflink)
 		BACKING=$GROUP RAW=ram
 		setup_raw ram && setup_fresh "${GROUP#xfs-}" || ok=0;;
