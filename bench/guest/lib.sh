@@ -15,6 +15,7 @@
 #              | xfs-sparse | xfs-reflink (a fresh image before every target: fresh_image)
 #              | xfs-pinned | ext4-pinned (loopmq pins the image: loopmq_up)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
+#              (loopmq attaches with direct I/O on, loopmq-dio-off with it off)
 #   WORKLOADS  space-separated workload names (see wl_args)
 #   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
 #   RUNTIME    seconds per measured run;  WARMUP  seconds of the discarded warm-up run
@@ -39,6 +40,7 @@ BACKDEV=""		# what loop/loopmq/dm-linear sit on (device or image file)
 RAW=""			# raw backing kind under a file: ram
 LOOPMQ_DEV=""
 LOOPMQ_WHY=""		# why loopmq cells cannot run, when they cannot
+LOOPMQ_DIO=""		# on | off: how LOOPMQ_DEV is attached
 FRESH=""		# sparse | reflink: make BACKDEV anew before every target
 ORIG=""			# reflink: the fully written image BACKDEV is a copy of
 FREE0=""		# free blocks of its file system before any image (or copy) existed
@@ -181,7 +183,7 @@ run_target() {	# target mode dev
 	tid=$(printf '%s-%03d' "$KLABEL" "$((CELL + 1))")
 	mkdir -p "$OUT/cells"
 	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF=""
-	if [ "$target" = loopmq ]; then
+	if [ "${target#loopmq}" != "$target" ]; then
 		SNAP_STATF=/sys/block/$(basename "$dev")/loopmq/stats
 		kp=$(loopmq_kthreads)
 		SNAP_KPIDS=$(echo "$kp" | awk 'NF { print $1 }' | tr '\n' ' ')
@@ -389,19 +391,20 @@ loop_up() {	# backing dio(on|off) -> prints /dev/loopN
 	echo "$dev"
 }
 
-# loopmq: load, attach to BACKDEV with direct I/O, report why when impossible.
-loopmq_up() {
+# loopmq: load, attach to BACKDEV with direct I/O on or off, report why when
+# impossible.
+loopmq_up() {	# on | off
 	local err
-	LOOPMQ_DEV="" LOOPMQ_WHY=""
+	LOOPMQ_DEV="" LOOPMQ_WHY="" LOOPMQ_DIO=$1
 	if ! err=$(modprobe loopmq 2>&1); then
 		LOOPMQ_WHY="modprobe loopmq failed: $err"; return 1
 	fi
 	udev_wait /dev/loopmq0 2>/dev/null ||
 		{ LOOPMQ_WHY="/dev/loopmq0 missing after modprobe loopmq"; return 1; }
 	# util-linux losetup (PATH puts it before busybox), then loopmqctl.
-	if ! err=$(losetup --direct-io=on /dev/loopmq0 "$BACKDEV" 2>&1); then
+	if ! err=$(losetup --direct-io="$1" /dev/loopmq0 "$BACKDEV" 2>&1); then
 		if command -v loopmqctl >/dev/null &&
-		   loopmqctl --direct-io=on /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
+		   loopmqctl --direct-io="$1" /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
 			:
 		else
 			LOOPMQ_WHY="attach failed: losetup: $err"; return 1
@@ -411,6 +414,8 @@ loopmq_up() {
 		{ LOOPMQ_WHY="no /sys/block/loopmq0/loopmq/mode"; return 1; }
 	[ "$(blockdev --getsize64 /dev/loopmq0 2>/dev/null || echo 0)" -gt 0 ] ||
 		{ LOOPMQ_WHY="loopmq0 has size 0 after attach"; return 1; }
+	[ "$(cat /sys/block/loopmq0/loop/dio 2>/dev/null)" = "$([ "$1" = on ] && echo 1 || echo 0)" ] ||
+		{ LOOPMQ_WHY="loopmq0 loop/dio is not $1 after attach"; return 1; }
 	if [ -n "$PIN" ]; then
 		if ! err=$(loopmqctl --remap=pinned /dev/loopmq0 2>&1); then
 			LOOPMQ_WHY="loopmqctl --remap=pinned failed: $err"; return 1
@@ -425,7 +430,7 @@ loopmq_up() {
 loopmq_down() {
 	[ -b /dev/loopmq0 ] && losetup -d /dev/loopmq0 >/dev/null 2>&1
 	rmmod loopmq >/dev/null 2>&1
-	LOOPMQ_DEV=""
+	LOOPMQ_DEV="" LOOPMQ_WHY="" LOOPMQ_DIO=""
 }
 
 loopmq_set_mode() {	# mode
@@ -437,7 +442,7 @@ loopmq_set_mode() {	# mode
 # ---- one group -----------------------------------------------------------------
 
 run_targets() {	# for every TARGETS entry on BACKDEV
-	local tm t m dev
+	local tm t m dev dio
 	for tm in $TARGETS; do
 		t=${tm%%:*}; m=""
 		[ "$t" != "$tm" ] && m=${tm#*:}
@@ -470,16 +475,20 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 			else
 				skip_target loop "$m" "losetup failed: $(cat "$OUT/err")"
 			fi;;
-		loopmq)
+		loopmq|loopmq-dio-off)
+			dio=on
+			[ "$t" = loopmq-dio-off ] && dio=off
+			# attached with the other setting: attach anew
+			[ -n "$LOOPMQ_DIO" ] && [ "$LOOPMQ_DIO" != $dio ] && loopmq_down
 			if [ -z "$LOOPMQ_DEV" ] && [ -z "$LOOPMQ_WHY" ]; then
-				loopmq_up
+				loopmq_up $dio
 			fi
 			if [ -z "$LOOPMQ_DEV" ]; then
-				skip_target loopmq "$m" "$LOOPMQ_WHY"
+				skip_target "$t" "$m" "$LOOPMQ_WHY"
 			elif ! loopmq_set_mode "$m"; then
-				skip_target loopmq "$m" "cannot set mode $m via sysfs"
+				skip_target "$t" "$m" "cannot set mode $m via sysfs"
 			else
-				run_target loopmq "$m" "$LOOPMQ_DEV"
+				run_target "$t" "$m" "$LOOPMQ_DEV"
 			fi;;
 		null_blk)
 			run_target null_blk "" "$BACKDEV";;
