@@ -327,6 +327,7 @@ setup_fresh() {	# sparse | reflink
 image_state() {	# file
 	local st ext
 	st=$(stat -c '%s %b %B' "$1" 2>/dev/null) || { echo "$1: missing"; return; }
+	# shellcheck disable=SC2086 # three numbers, split on purpose
 	set -- "$1" $st
 	# filefrag -s: write back first (what a buffered target left dirty is
 	# allocated then); -v: "N: logical..: physical..: length: [expected:] flags"
