@@ -132,6 +132,7 @@ struct loopmq_cmd {
 	bool			remap_nowait;	/* clones carry REQ_NOWAIT */
 	bool			remap_off;	/* the backing refused: file */
 	bool			remap_inval;	/* kthread: drop cached pages */
+	bool			remap_end;	/* kthread: only end it */
 	bool			remap_frozen;	/* holds the pinned fs's freeze */
 	blk_status_t		remap_status;	/* a clone's error */
 	struct bio		clone;		/* the first bio's clone */

@@ -638,7 +638,7 @@ static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
 	cmd->from_kthread = true;
-	if (cmd->remap_inval) {
+	if (cmd->remap_inval || cmd->remap_end) {
 		loopmq_remap_finish(lo, rq);
 		return;
 	}
@@ -757,6 +757,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->finish_sync = false;
 	cmd->remap_off = false;
 	cmd->remap_inval = false;
+	cmd->remap_end = false;
 	loopmq_track_inflight(lo);
 
 	/* Unbound (a request racing detach), or a write to a read-only one. */

@@ -14,7 +14,10 @@
  * the device's bio_set), shifted by the offset and submitted to the
  * backing device.  The clones share the request's pages; the request ends
  * when its last clone does, in the backing's completion context, without
- * a context switch (path ``remap``).
+ * a context switch (path ``remap``).  Except a request of a flush sequence
+ * (FLUSH, PREFLUSH, FUA) whose last clone ends asynchronously: the kthread
+ * ends it, because the backing may have ended the clone under its own
+ * flush lock (loopmq_remap_put()).
  *
  * Where it applies: the backing is a block device, direct I/O is on (so
  * the block size and offset are already aligned to the backing's logical
@@ -377,28 +380,43 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 		return;
 	}
 	cmd->status = st;
+	if (async && (rq->rq_flags & RQF_FLUSH_SEQ)) {
+		/*
+		 * A request of a flush sequence ends through this queue's
+		 * flush machinery, under its flush lock.  A clone can end
+		 * under the backing's flush lock (the backing, another loopmq
+		 * or any blk-mq device with a write cache, ended it in its own
+		 * flush sequence): both locks are of one class, and lockdep
+		 * reports the nesting as recursion.  The kthread ends it.
+		 */
+		cmd->remap_end = true;
+		loopmq_kthread_queue(lo, cmd, async);
+		return;
+	}
 	loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
 	loopmq_complete_rq(rq);
 }
 
 /**
- * loopmq_remap_finish - the kthread's part of a remapped write
+ * loopmq_remap_finish - the kthread's part of a remapped request
  * @lo: the device
- * @rq: a request loopmq_remap_put() queued with remap_inval set
+ * @rq: a request loopmq_remap_put() queued with remap_inval or remap_end
  *
- * Drops the backing's cached pages of the written range, as a direct
- * write through the file does, then ends the request.
+ * remap_inval: drops the backing's cached pages of the written range, as
+ * a direct write through the file does.  Then ends the request.
  */
 void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	loff_t start, end;
 
-	loopmq_remap_range(lo, rq, &start, &end);
-	/* Busy pages are the buffered user's race, as for the file path. */
-	invalidate_inode_pages2_range(lo->b.file->f_mapping,
-				      start >> PAGE_SHIFT, end >> PAGE_SHIFT);
-	cmd->status = BLK_STS_OK;
+	if (cmd->remap_inval) {
+		loopmq_remap_range(lo, rq, &start, &end);
+		/* Busy pages: the buffered user's race, as for the file. */
+		invalidate_inode_pages2_range(lo->b.file->f_mapping,
+					      start >> PAGE_SHIFT, end >> PAGE_SHIFT);
+		cmd->status = BLK_STS_OK;
+	}
 	loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
 	loopmq_complete_rq(rq);
 }
