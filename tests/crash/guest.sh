@@ -21,6 +21,8 @@
 #       buffered: page cache, nosync: O_DIRECT that never syncs but logs as
 #       if it did, the negative control) until the host kills the guest
 # Everything for the host goes to /dev/ttyS2 (a host file):
+#   UP                before anything touches a disk (if QEMU dies before
+#                     this line, the host may boot the same trial again)
 #   CHECK-OUT <line>  the checker's output      CHECK K rc=N   its verdict
 #   then the writer's TRIAL / RUNNING / S lines.
 set -u
@@ -36,6 +38,7 @@ chan=/dev/ttyS2
 stty -F "$chan" raw -echo || exit 1
 exec 7>"$chan"
 say() { echo "$*" >&7; /usr/local/libexec/vmhelper drain 7; }
+say UP
 mnt=/mnt/crash
 mkdir -p "$mnt"
 
