@@ -116,6 +116,16 @@ struct loopmq_device {
 };
 
 /* Per-request state, in the request PDU. */
+/*
+ * A remapped request the kthread only finishes (loopmq_remap_finish()),
+ * because its last clone ended where ending it is not allowed.
+ */
+enum loopmq_remap_finish {
+	LOOPMQ_REMAP_FINISH_NONE,	/* the kthread executes it as usual */
+	LOOPMQ_REMAP_FINISH_END,	/* end it with cmd->status */
+	LOOPMQ_REMAP_FINISH_INVAL,	/* drop cached pages, then end it */
+};
+
 struct loopmq_cmd {
 	struct kiocb		iocb;
 	struct llist_node	node;		/* on loopmq_device.kq */
@@ -131,8 +141,7 @@ struct loopmq_cmd {
 	/* The remap path (loopmq_remap.c) */
 	bool			remap_nowait;	/* clones carry REQ_NOWAIT */
 	bool			remap_off;	/* the backing refused: file */
-	bool			remap_inval;	/* kthread: drop cached pages */
-	bool			remap_end;	/* kthread: only end it */
+	u8			remap_finish;	/* enum loopmq_remap_finish */
 	bool			remap_frozen;	/* holds the pinned fs's freeze */
 	blk_status_t		remap_status;	/* a clone's error */
 	struct bio		clone;		/* the first bio's clone */

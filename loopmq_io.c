@@ -638,7 +638,7 @@ static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
 	cmd->from_kthread = true;
-	if (cmd->remap_inval || cmd->remap_end) {
+	if (cmd->remap_finish != LOOPMQ_REMAP_FINISH_NONE) {
 		loopmq_remap_finish(lo, rq);
 		return;
 	}
@@ -756,8 +756,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->from_kthread = false;
 	cmd->finish_sync = false;
 	cmd->remap_off = false;
-	cmd->remap_inval = false;
-	cmd->remap_end = false;
+	cmd->remap_finish = LOOPMQ_REMAP_FINISH_NONE;
 	loopmq_track_inflight(lo);
 
 	/* Unbound (a request racing detach), or a write to a read-only one. */

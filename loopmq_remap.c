@@ -372,14 +372,14 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 		loopmq_kthread_queue(lo, cmd, async);
 		return;
 	}
+	cmd->status = st;
 	if (!st && op_is_write(req_op(rq)) && req_op(rq) != REQ_OP_FLUSH &&
 	    loopmq_remap_cached(lo, rq)) {
 		/* A buffered user cached pages of the range meanwhile. */
-		cmd->remap_inval = true;
+		cmd->remap_finish = LOOPMQ_REMAP_FINISH_INVAL;
 		loopmq_kthread_queue(lo, cmd, async);
 		return;
 	}
-	cmd->status = st;
 	if (async && (rq->rq_flags & RQF_FLUSH_SEQ)) {
 		/*
 		 * A request of a flush sequence ends through this queue's
@@ -389,7 +389,7 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 		 * flush sequence): both locks are of one class, and lockdep
 		 * reports the nesting as recursion.  The kthread ends it.
 		 */
-		cmd->remap_end = true;
+		cmd->remap_finish = LOOPMQ_REMAP_FINISH_END;
 		loopmq_kthread_queue(lo, cmd, async);
 		return;
 	}
@@ -400,22 +400,22 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 /**
  * loopmq_remap_finish - the kthread's part of a remapped request
  * @lo: the device
- * @rq: a request loopmq_remap_put() queued with remap_inval or remap_end
+ * @rq: a request loopmq_remap_put() queued with cmd->remap_finish set
  *
- * remap_inval: drops the backing's cached pages of the written range, as
- * a direct write through the file does.  Then ends the request.
+ * LOOPMQ_REMAP_FINISH_INVAL: drops the backing's cached pages of the
+ * written range first, as a direct write through the file does.  Then
+ * ends the request with the status loopmq_remap_put() set.
  */
 void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	loff_t start, end;
 
-	if (cmd->remap_inval) {
+	if (cmd->remap_finish == LOOPMQ_REMAP_FINISH_INVAL) {
 		loopmq_remap_range(lo, rq, &start, &end);
 		/* Busy pages: the buffered user's race, as for the file. */
 		invalidate_inode_pages2_range(lo->b.file->f_mapping,
 					      start >> PAGE_SHIFT, end >> PAGE_SHIFT);
-		cmd->status = BLK_STS_OK;
 	}
 	loopmq_count_path(lo, LOOPMQ_PATH_REMAP);
 	loopmq_complete_rq(rq);
