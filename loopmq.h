@@ -115,10 +115,10 @@ struct loopmq_device {
 	struct loopmq_pcpu_stats __percpu *stats;
 };
 
-/* Per-request state, in the request PDU. */
 /*
- * A remapped request the kthread only finishes (loopmq_remap_finish()),
- * because its last clone ended where ending it is not allowed.
+ * A remapped request the kthread only finishes (loopmq_remap_finish()):
+ * its last clone ended in a context that may not do the rest (sleep to
+ * drop cached pages, or take this queue's flush lock).
  */
 enum loopmq_remap_finish {
 	LOOPMQ_REMAP_FINISH_NONE,	/* the kthread executes it as usual */
@@ -126,6 +126,7 @@ enum loopmq_remap_finish {
 	LOOPMQ_REMAP_FINISH_INVAL,	/* drop cached pages, then end it */
 };
 
+/* Per-request state, in the request PDU. */
 struct loopmq_cmd {
 	struct kiocb		iocb;
 	struct llist_node	node;		/* on loopmq_device.kq */
