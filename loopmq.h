@@ -88,7 +88,8 @@ struct loopmq_device {
 	char			file_name[LO_NAME_SIZE]; /* protected by @mutex */
 	bool			want_dio;	/* protected by @mutex */
 	gfp_t			old_gfp_mask;	/* protected by @mutex */
-	bool			discard_off;	/* backing said EOPNOTSUPP */
+	bool			discard_off;	/* backing can't punch holes */
+	bool			zeroes_off;	/* ... or zero ranges */
 	bool			sysfs_loop;	/* loop/ group exists; @mutex */
 	bool			idr_visible;	/* protected by loopmq_ctl_mutex */
 
@@ -261,8 +262,7 @@ void loopmq_remap_finish(struct loopmq_device *lo, struct request *rq);
 int loopmq_pin_file(struct file *file, unsigned int lbs, loff_t offset,
 		    loff_t len, struct loopmq_pin **out);
 void loopmq_pin_free(struct loopmq_pin *pin);
-int loopmq_pin_remap(const struct loopmq_pin *pin, loff_t pos,
-		     struct bio *clone, struct bio_set *bs, gfp_t gfp,
-		     struct bio_list *list);
+sector_t loopmq_pin_lookup(const struct loopmq_pin *pin, loff_t pos,
+			   loff_t *room);
 
 #endif /* LOOPMQ_H */

@@ -65,6 +65,8 @@
  *   block" skip the attempt (a decaying estimate, probed every 16 writes;
  *   parameter nowait_adaptive=0 turns it off).
  * - nonowait: the file cannot do NOWAIT for the operation.
+ * - fsize: a write through a regular file by a submitter whose
+ *   RLIMIT_FSIZE is finite: the file system would apply that limit.
  *
  * Two more guards apply only to a blocking call (direct mode, auto's
  * synchronous call); NOWAIT aio, which cannot block, is still allowed,
@@ -113,7 +115,9 @@
 #include <linux/blk-cgroup.h>
 #include <linux/falloc.h>
 #include <linux/kthread.h>
+#include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
 #include <linux/swap.h>
 
@@ -291,6 +295,18 @@ static int loopmq_inline_guard(void)
 }
 
 /*
+ * Does the submitter's RLIMIT_FSIZE apply to a write through the file?
+ * A regular file's write_iter checks the calling task's limit
+ * (generic_write_check_limits()): in the submitter's task a write past it
+ * would end short or fail with EFBIG and send the submitter SIGXFSZ.  The
+ * device's writes are no business of that limit; the kthread has none.
+ */
+static bool loopmq_fsize_limited(struct loopmq_device *lo)
+{
+	return lo->b.is_reg && rlimit(RLIMIT_FSIZE) != RLIM_INFINITY;
+}
+
+/*
  * May @rq be executed synchronously, blocking, in this task?  Not for a
  * REQ_NOWAIT request (io_uring asked not to be blocked), and not from a
  * workqueue worker: kblockd runs queues of every block device and is a
@@ -376,6 +392,10 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	*fb = loopmq_inline_guard();
 	if (*fb >= 0)
 		return LOOPMQ_RUN_KTHREAD;
+	if (op == REQ_OP_WRITE && !remap && loopmq_fsize_limited(lo)) {
+		*fb = LOOPMQ_FB_FSIZE;
+		return LOOPMQ_RUN_KTHREAD;
+	}
 	if (mode == LOOPMQ_MODE_DIRECT) {
 		sync_fb = loopmq_sync_guard(rq);
 		if (sync_fb < 0)
@@ -427,12 +447,20 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	return LOOPMQ_RUN_KTHREAD;
 }
 
-/* Flush, discard and write-zeroes; blocking. */
+/*
+ * Flush, discard and write-zeroes; blocking.  Through vfs_fsync() and
+ * vfs_fallocate(), not the file's methods: those make the checks that
+ * every caller of fallocate owes the file (a swap file or a pinned image
+ * refuses with ETXTBSY, an append-only or immutable one with EPERM, the
+ * security hook, freeze protection), and the method alone makes none of
+ * them (docs/INTERFACES.md, "Calls into the backing").
+ */
 static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 {
 	struct file *file = lo->b.file;
 	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + lo->b.offset;
 	int mode = FALLOC_FL_KEEP_SIZE;
+	bool *off = &lo->discard_off;
 	int ret;
 
 	switch (req_op(rq)) {
@@ -442,8 +470,12 @@ static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 		return vfs_fsync(file, 0);
 	case REQ_OP_WRITE_ZEROES:
 		/* Zeroes must read back as zeroes; unmap only if allowed. */
-		mode |= (rq->cmd_flags & REQ_NOUNMAP) ? FALLOC_FL_ZERO_RANGE :
-							FALLOC_FL_PUNCH_HOLE;
+		if (rq->cmd_flags & REQ_NOUNMAP) {
+			mode |= FALLOC_FL_ZERO_RANGE;
+			off = &lo->zeroes_off;
+		} else {
+			mode |= FALLOC_FL_PUNCH_HOLE;
+		}
 		break;
 	case REQ_OP_DISCARD:
 		mode |= FALLOC_FL_PUNCH_HOLE;
@@ -453,14 +485,14 @@ static int loopmq_exec_other(struct loopmq_device *lo, struct request *rq)
 	}
 	if (!file->f_op->fallocate)
 		return -EOPNOTSUPP;
-	if (lo->b.is_reg)
-		file_start_write(file);
-	ret = file->f_op->fallocate(file, mode, pos, blk_rq_bytes(rq));
-	if (lo->b.is_reg)
-		file_end_write(file);
-	if (ret == -EOPNOTSUPP && !READ_ONCE(lo->discard_off)) {
-		/* Stop advertising what the backing cannot do. */
-		WRITE_ONCE(lo->discard_off, true);
+	ret = vfs_fallocate(file, mode, pos, blk_rq_bytes(rq));
+	if (ret == -EOPNOTSUPP && !READ_ONCE(*off)) {
+		/*
+		 * Stop advertising what the backing cannot do: without
+		 * ZERO_RANGE (tmpfs) only write-zeroes; without PUNCH_HOLE
+		 * both, as write-zeroes that may unmap punches too.
+		 */
+		WRITE_ONCE(*off, true);
 		schedule_work(&lo->discard_work);
 	}
 	return ret;
@@ -491,6 +523,27 @@ static int loopmq_exec_sync(struct loopmq_device *lo, struct request *rq)
 	if (op == REQ_OP_READ || op == REQ_OP_WRITE)
 		return loopmq_sync_rw(lo, rq);
 	return loopmq_exec_other(lo, rq);
+}
+
+/*
+ * A pinned device sends no request through the file (DOC: pin): the file
+ * refuses writes, and a call that bypassed a check would move blocks the
+ * map still points at.  What the remap path does not take ends here:
+ * discard and write-zeroes, which would have to go through fallocate,
+ * with EOPNOTSUPP, as on a queue that never offered them (one can have
+ * passed the block layer's limit check before the pin turned them off,
+ * then waited for the pin's queue freeze to end); anything else, which
+ * the map cannot hold, with EIO.  Returns true when it ended @rq.
+ */
+static bool loopmq_pinned_refuse(struct loopmq_device *lo, struct request *rq)
+{
+	enum req_op op = req_op(rq);
+
+	if (likely(!lo->b.pin))
+		return false;
+	loopmq_end_errno(rq, op == REQ_OP_DISCARD || op == REQ_OP_WRITE_ZEROES ?
+			 -EOPNOTSUPP : -EIO);
+	return true;
 }
 
 /*
@@ -553,7 +606,13 @@ static bool loopmq_kiocb_requeue(struct loopmq_device *lo, struct request *rq,
 		return true;
 	}
 	if (cmd->nowait) {
-		bool again = ret == -EAGAIN || short_rw;
+		/*
+		 * EOPNOTSUPP: the device under the file does not take
+		 * REQ_NOWAIT (a device-mapper table reloaded since the
+		 * bind, see loopmq_file_nowait()); it would take the I/O
+		 * without.
+		 */
+		bool again = ret == -EAGAIN || ret == -EOPNOTSUPP || short_rw;
 
 		if (req_op(rq) == REQ_OP_WRITE)
 			loopmq_nowait_sample(lo, again);
@@ -633,23 +692,63 @@ static void loopmq_kthread_file(struct loopmq_device *lo, struct request *rq)
 	}
 }
 
+/*
+ * The kthread works for the submitter: its I/O is charged to the
+ * submitter's block cgroup, and the page cache it allocates (buffered
+ * backing I/O) to the submitter's memory cgroup, as the stock driver's
+ * worker does, so that it counts against that cgroup's memory.max.
+ * Returns the memory cgroup's css, held, for loopmq_cgroup_exit().
+ */
+static struct cgroup_subsys_state *
+loopmq_cgroup_enter(struct request *rq, struct mem_cgroup **old_memcg)
+{
+	struct cgroup_subsys_state *blkcg = rq->bio ? bio_blkcg_css(rq->bio) : NULL;
+	struct cgroup_subsys_state *memcg = NULL;
+
+	if (!blkcg)
+		return NULL;
+	kthread_associate_blkcg(blkcg);
+#ifdef CONFIG_MEMCG
+	memcg = cgroup_get_e_css(blkcg->cgroup, &memory_cgrp_subsys);
+	if (memcg)
+		*old_memcg = set_active_memcg(mem_cgroup_from_css(memcg));
+#endif
+	return memcg;
+}
+
+static void loopmq_cgroup_exit(struct cgroup_subsys_state *memcg,
+			       struct mem_cgroup *old_memcg)
+{
+	kthread_associate_blkcg(NULL);
+#ifdef CONFIG_MEMCG
+	if (memcg) {
+		set_active_memcg(old_memcg);
+		css_put(memcg);
+	}
+#endif
+}
+
 static void loopmq_kthread_run(struct loopmq_device *lo, struct loopmq_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	struct cgroup_subsys_state *memcg;
+	struct mem_cgroup *old_memcg = NULL;
 
 	cmd->from_kthread = true;
 	if (cmd->remap_finish != LOOPMQ_REMAP_FINISH_NONE) {
 		loopmq_remap_finish(lo, rq);
 		return;
 	}
-	/* Charge the I/O to the submitter's cgroup, not to ours. */
-	if (rq->bio)
-		kthread_associate_blkcg(bio_blkcg_css(rq->bio));
+	/* Read before the request may end below. */
+	memcg = loopmq_cgroup_enter(rq, &old_memcg);
 	/* Clones are submitted blocking here; after that @rq may be gone. */
-	if (cmd->done || cmd->finish_sync || !loopmq_remap_ok(lo, rq) ||
-	    loopmq_remap_submit(lo, rq, false))
+	if (!cmd->done && !cmd->finish_sync && loopmq_remap_ok(lo, rq) &&
+	    !loopmq_remap_submit(lo, rq, false))
+		goto out;
+	if (!loopmq_pinned_refuse(lo, rq))
 		loopmq_kthread_file(lo, rq);
-	kthread_associate_blkcg(NULL);
+out:
+	loopmq_cgroup_exit(memcg, old_memcg);
 }
 
 static int loopmq_thread_fn(void *data)
@@ -767,6 +866,8 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 
 	remap = loopmq_remap_ok(lo, rq);
+	if (!remap && loopmq_pinned_refuse(lo, rq))
+		goto out;
 	action = loopmq_choose(lo, rq, READ_ONCE(lo->mode), remap, &fb);
 	if (remap && action != LOOPMQ_RUN_KTHREAD) {
 		/* After success, @rq may be completed and gone. */

@@ -291,6 +291,32 @@ unsigned int loopmq_dio_align(struct file *file)
 	return SECTOR_SIZE;
 }
 
+/*
+ * Does @file take IOCB_NOWAIT reads (and, with the caller's further test,
+ * writes)?  FMODE_NOWAIT only says that its file operations look at the
+ * flag.  A direct read or write turns it into REQ_NOWAIT on bios to the
+ * device under the file, and a queue that does not take REQ_NOWAIT ends
+ * such a bio BLK_STS_NOTSUPP (submit_bio_noacct()): dm-crypt, dm-thin,
+ * most device-mapper targets, and 6.1's blkdev_open() sets FMODE_NOWAIT
+ * on every block device.  So read the capability from the device, as
+ * io_uring does (__io_file_supports_nowait()): the block device itself,
+ * or the one the file system lives on.  A device-mapper table can change
+ * under us; an EOPNOTSUPP from a NOWAIT call is therefore also retried
+ * without NOWAIT (loopmq_kiocb_requeue()), never an error.
+ */
+static bool loopmq_file_nowait(struct file *file, bool dio)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if (!(file->f_mode & FMODE_NOWAIT))
+		return false;
+	if (!dio)
+		return true;
+	if (S_ISBLK(inode->i_mode))
+		return bdev_nowait(I_BDEV(inode));
+	return !inode->i_sb->s_bdev || bdev_nowait(inode->i_sb->s_bdev);
+}
+
 static bool loopmq_can_dio(struct loopmq_device *lo, struct file *file,
 			   unsigned int lbs)
 {
@@ -319,8 +345,8 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 			     inode->i_sb->s_magic == TMPFS_MAGIC;
 	/* New file or new I/O properties: what NOWAIT did before says nothing. */
 	WRITE_ONCE(lo->nowait_fail, 0);
-	lo->b.nowait_read = file->f_mode & FMODE_NOWAIT;
-	lo->b.nowait_write = (file->f_mode & FMODE_NOWAIT) &&
+	lo->b.nowait_read = loopmq_file_nowait(file, lo->b.use_dio);
+	lo->b.nowait_write = lo->b.nowait_read &&
 			     (lo->b.use_dio ||
 			      loopmq_file_buffered_nowait_write(file));
 	if (lo->b.use_dio)
@@ -401,6 +427,8 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 		l->max_write_zeroes_sectors = UINT_MAX >> SECTOR_SHIFT;
 		l->discard_granularity = sbuf.f_bsize;
 	}
+	if (lo->zeroes_off)
+		l->max_write_zeroes_sectors = 0;
 }
 
 static unsigned int loopmq_lbs(struct loopmq_device *lo)
@@ -440,9 +468,10 @@ static void __loopmq_reread_partitions(struct loopmq_device *lo)
 
 	lockdep_assert_held(&lo->disk->open_mutex);
 	ret = bdev_disk_changed(lo->disk, false);
+	/* The stock driver's words, which tools and blktests look for. */
 	if (ret)
-		pr_warn("%s: partition scan failed: %d\n", lo->disk->disk_name,
-			ret);
+		pr_warn("partition scan of %s failed (rc=%d)\n",
+			lo->disk->disk_name, ret);
 }
 
 static void loopmq_reread_partitions(struct loopmq_device *lo)
@@ -689,6 +718,7 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 		       (file->f_flags & O_DIRECT) ||
 		       READ_ONCE(loopmq_dio_default);
 	lo->discard_off = false;
+	lo->zeroes_off = false;
 
 	dev_set_uevent_suppress(disk_to_dev(lo->disk), 1);
 	loopmq_media_changed(lo);
@@ -755,6 +785,26 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	struct file *file;
 
 	lockdep_assert_held(&lo->disk->open_mutex);
+	/*
+	 * The partitions go first.  An opener that looked up a partition
+	 * before it was dropped waits for open_mutex, which this release
+	 * holds, and then opens it: a dropped partition keeps its size, so
+	 * its reads reach the unbound device and fail (blktests loop/010:
+	 * blkid probing p1 while the device is detached).  The rest of the
+	 * unbind (the queue freeze, the kthread's end, an RCU grace period)
+	 * takes tens of milliseconds; done first, the drop leaves such an
+	 * opener only the few microseconds since the last close began.
+	 * The medium is gone: the old one's page cache goes, the next opener
+	 * is asked to scan (GD_NEED_PART_SCAN), and the drop, with capacity
+	 * 0, clears that again and drops every partition, also those added
+	 * with BLKPG (partx --add) to a device attached without partition
+	 * scanning: a reused device must not show them.  No request is in
+	 * flight: nobody has the device open.
+	 */
+	disk_force_media_change(lo->disk);
+	invalidate_disk(lo->disk);
+	__loopmq_reread_partitions(lo);
+
 	mutex_lock(&loopmq_bind_mutex);
 	/* Every request has completed once the queue is frozen. */
 	blk_mq_freeze_queue(q);
@@ -770,11 +820,9 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	lo->sizelimit = 0;
 	memset(lo->file_name, 0, LO_NAME_SIZE);
 	loopmq_queue_set_limits(q, &l);
-	/* Capacity 0 before unfreezing: no request may find no file. */
-	invalidate_disk(lo->disk);
-	blk_mq_unfreeze_queue(q);
 	/* Every remapped bio has ended: the file may change again. */
 	loopmq_pin_free(pin);
+	blk_mq_unfreeze_queue(q);
 
 	/* The device stays in RUNDOWN: nobody binds it meanwhile. */
 	mutex_unlock(&loopmq_bind_mutex);
@@ -783,14 +831,10 @@ static void loopmq_unbind(struct loopmq_device *lo)
 		sysfs_remove_group(&disk_to_dev(lo->disk)->kobj,
 				   &loopmq_loop_group);
 	lo->sysfs_loop = false;
-	/* From ->release: open_mutex is held.  Capacity 0 drops them all. */
-	if (lo->lo_flags & LO_FLAGS_PARTSCAN)
-		__loopmq_reread_partitions(lo);
 	if (!loopmq_part_shift)
 		set_bit(GD_SUPPRESS_PART_SCAN, &lo->disk->state);
 	/* Partitions are gone before user space hears of the change. */
 	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
-	disk_force_media_change(lo->disk);
 
 	mutex_lock(&lo->mutex);
 	lo->lo_flags = 0;
@@ -1095,11 +1139,17 @@ int loopmq_set_remap(struct loopmq_device *lo, unsigned long arg)
 		pin = lo->b.pin;
 		lo->b.pin = NULL;
 	}
+	/*
+	 * Unpinning: the file takes writes again before the first request
+	 * that goes through it is dispatched, or that write would meet
+	 * the pin's ETXTBSY and fail.  No request is in flight: every
+	 * remapped bio has ended.
+	 */
+	loopmq_pin_free(pin);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
 	loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
 	/* The size stays: LOOP_SET_CAPACITY grows it, as ever. */
-	loopmq_pin_free(pin);
 out:
 	mutex_unlock(&lo->mutex);
 	return err;

@@ -52,7 +52,10 @@
  * written blocks inside i_size changes no metadata, so nothing of the
  * file needs an fsync (swap relies on the same).  Discard and
  * write-zeroes are not offered: both would have to go through
- * fallocate.  Remapped writes hold the file system's freeze protection
+ * fallocate, which would move blocks under the map.  One that passed
+ * the block layer's check before the pin and waited for its queue freeze
+ * ends with EOPNOTSUPP: a pinned device sends no request through the
+ * file (loopmq_pinned_refuse()).  Remapped writes hold the file system's freeze protection
  * (sb_start_write) from submission until the request ends, so that
  * fsfreeze waits for them and none reaches the device while it is frozen:
  * queue_rq only tries, and the kthread waits.  While pinned, the device
@@ -61,7 +64,8 @@
  * map is of that range.
  *
  * Unpinning (LOOPMQ_REMAP_FILE, or detach) happens with the queue frozen,
- * after the last remapped bio ended, and clears S_SWAPFILE.
+ * after the last remapped bio ended, and clears S_SWAPFILE before the
+ * queue runs again: a write through the file never meets the pin.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -260,44 +264,18 @@ static const struct loopmq_pin_ext *loopmq_pin_find(const struct loopmq_pin *pin
 }
 
 /**
- * loopmq_pin_remap - point @clone at the file system's device
+ * loopmq_pin_lookup - where byte @pos of the file is on the device
  * @pin: the map
- * @pos: the byte in the file where @clone starts
- * @clone: a clone of one bio of a request, sized as that bio
- * @bs: where splits come from
- * @gfp: how they are allocated
- * @list: where @clone and its splits go, in order
+ * @pos: a byte in [pin->start, pin->end)
+ * @room: set to how many bytes from @pos on are consecutive there
  *
- * A clone that crosses from one extent into the next is split there; the
- * splits take @clone's completion.
- *
- * Return: 0, or -ENOMEM with @clone and the splits already made on @list.
+ * Return: the device sector of @pos.
  */
-int loopmq_pin_remap(const struct loopmq_pin *pin, loff_t pos,
-		     struct bio *clone, struct bio_set *bs, gfp_t gfp,
-		     struct bio_list *list)
+sector_t loopmq_pin_lookup(const struct loopmq_pin *pin, loff_t pos,
+			   loff_t *room)
 {
-	int err = 0;
+	const struct loopmq_pin_ext *e = loopmq_pin_find(pin, pos);
 
-	for (;;) {
-		const struct loopmq_pin_ext *e = loopmq_pin_find(pin, pos);
-		loff_t room = e->pos + e->len - pos;
-		struct bio *split;
-
-		clone->bi_iter.bi_sector = e->sector +
-					   ((pos - e->pos) >> SECTOR_SHIFT);
-		if (clone->bi_iter.bi_size <= room)
-			break;
-		split = bio_split(clone, room >> SECTOR_SHIFT, gfp, bs);
-		if (IS_ERR_OR_NULL(split)) {
-			err = -ENOMEM;
-			break;
-		}
-		split->bi_end_io = clone->bi_end_io;
-		split->bi_private = clone->bi_private;
-		bio_list_add(list, split);
-		pos += room;
-	}
-	bio_list_add(list, clone);
-	return err;
+	*room = e->pos + e->len - pos;
+	return e->sector + ((pos - e->pos) >> SECTOR_SHIFT);
 }

@@ -37,8 +37,9 @@
  * for the file path: the backing device taking REQ_NOWAIT (bdev_nowait())
  * plays the role of a file offering IOCB_NOWAIT.  From queue_rq a clone
  * carries REQ_NOWAIT; a clone ending BLK_STS_AGAIN (the backing had no
- * free tag) sends the whole request to the kthread, which submits it
- * again, blocking.  Redoing a whole request is safe: it has not
+ * free tag) or BLK_STS_NOTSUPP (its queue stopped taking REQ_NOWAIT: a
+ * device-mapper table reloaded since the bind) sends the whole request
+ * to the kthread, which submits it again, blocking.  Redoing a whole request is safe: it has not
  * completed, so nothing may depend on the order of its writes.  A
  * backing that refuses a zero-out (BLK_STS_NOTSUPP) gets the request
  * again through the file, which may fall back to writing zeroes.
@@ -57,8 +58,9 @@
  * write is not stale after it).
  *
  * A pinned image file (DOC: pin in loopmq_pin.c) takes this path too, to
- * its file system's device through the file's block map: each clone is
- * pointed at its extent and split where it crosses into the next.
+ * its file system's device through the file's block map: a bio that
+ * crosses from one extent into the next gets one clone per extent, each
+ * trimmed to its piece and pointed at it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -136,6 +138,16 @@ bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq)
 		/* Nothing cached is newer than the disk (DOC: pin). */
 		return true;
 	}
+	/*
+	 * What blkdev_write_iter() and blkdev_fallocate() refuse, the file
+	 * path refuses too: writes to a device made read-only since the
+	 * bind (EPERM) or used for swap (ETXTBSY).  submit_bio_noacct()
+	 * would only warn.
+	 */
+	if (op_is_write(req_op(rq)) &&
+	    (bdev_read_only(loopmq_remap_bdev(lo)) ||
+	     IS_SWAPFILE(lo->b.file->f_mapping->host)))
+		return false;
 	/*
 	 * Past the end of a backing that shrank, the file path reads zeroes
 	 * (a short read) where a bio would fail: keep what the file does.
@@ -241,59 +253,125 @@ static void loopmq_remap_end_io(struct bio *clone)
 }
 
 /*
- * Clone every bio of @rq for the backing device into @list.  Returns 0, or
- * -ENOMEM with @list emptied.
+ * Where a clone goes once it is made.  With REQ_NOWAIT onto @list, sent
+ * only when every clone of the request exists: allocations do not wait
+ * then, and one that fails undoes them all with nothing sent.  Without,
+ * the task may wait for the pool, and submits each clone at once: a bio
+ * of lo->bio_set comes back to the pool only when it ends, so a task that
+ * waited for the next while holding an unsubmitted one could wait for
+ * ever (block/bio.c, bio_alloc_bioset()).  It holds none while it
+ * allocates: a piece of a bio is a clone of it trimmed to the piece, not
+ * a split of a clone it still holds.
  */
-static int loopmq_remap_clone(struct loopmq_device *lo, struct request *rq,
-			      bool nowait, struct bio_list *list)
+struct loopmq_remap_out {
+	struct bio_list	list;	/* NOWAIT: clones not yet sent */
+	unsigned int	sent;	/* blocking: clones already sent */
+	bool		nowait;
+};
+
+static void loopmq_remap_emit(struct request *rq, struct loopmq_remap_out *out,
+			      struct bio *clone)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	if (out->nowait) {
+		bio_list_add(&out->list, clone);
+		return;
+	}
+	atomic_inc(&cmd->ref);
+	out->sent++;
+	submit_bio_noacct(clone);
+}
+
+/* A clone of @src for @rq: the first in the PDU, the others from the pool. */
+static struct bio *loopmq_remap_alloc(struct loopmq_device *lo,
+				      struct request *rq, struct bio *src,
+				      bool first, bool nowait)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct block_device *bdev = loopmq_remap_bdev(lo);
-	sector_t shift = lo->b.offset >> SECTOR_SHIFT;
 	gfp_t gfp = nowait ? GFP_NOWAIT : GFP_NOIO;
+	struct bio *clone;
+
+	if (first) {
+		clone = &cmd->clone;
+		if (bio_init_clone(bdev, clone, src, gfp))
+			return NULL;
+	} else {
+		clone = bio_alloc_clone(bdev, src, gfp, &lo->bio_set);
+		if (!clone)
+			return NULL;
+	}
+	clone->bi_opf = loopmq_remap_opf(rq, src, nowait);
+	clone->bi_end_io = loopmq_remap_end_io;
+	clone->bi_private = rq;
+	return clone;
+}
+
+static void loopmq_remap_free(struct request *rq, struct bio *clone)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	if (clone == &cmd->clone)
+		bio_uninit(clone);
+	else
+		bio_put(clone);
+}
+
+/*
+ * Clone every bio of @rq for the backing device, one clone per piece
+ * that is consecutive there (a pinned file's extent), and hand each to
+ * loopmq_remap_emit().  Returns 0, or -ENOMEM with @out->list emptied.
+ */
+static int loopmq_remap_clone(struct loopmq_device *lo, struct request *rq,
+			      struct loopmq_remap_out *out)
+{
+	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	sector_t shift = lo->b.offset >> SECTOR_SHIFT;
 	struct bio *src, *clone;
+	bool first = true;
 
 	if (req_op(rq) == REQ_OP_FLUSH) {
 		/* The flush machinery's request: it has no bio. */
-		bio_init(&cmd->clone, bdev, NULL, 0,
-			 loopmq_remap_opf(rq, NULL, nowait));
+		bio_init(&cmd->clone, loopmq_remap_bdev(lo), NULL, 0,
+			 loopmq_remap_opf(rq, NULL, out->nowait));
 		cmd->clone.bi_end_io = loopmq_remap_end_io;
 		cmd->clone.bi_private = rq;
-		bio_list_add(list, &cmd->clone);
+		loopmq_remap_emit(rq, out, &cmd->clone);
 		return 0;
 	}
 	__rq_for_each_bio(src, rq) {
-		if (src == rq->bio) {
-			clone = &cmd->clone;
-			if (bio_init_clone(bdev, clone, src, gfp))
-				goto fail;
-		} else {
-			clone = bio_alloc_clone(bdev, src, gfp, &lo->bio_set);
+		loff_t pos = (src->bi_iter.bi_sector << SECTOR_SHIFT) +
+			     lo->b.offset;
+		loff_t done = 0, left = src->bi_iter.bi_size, room = left;
+		sector_t sector;
+
+		while (left) {
+			if (lo->b.pin) {
+				sector = loopmq_pin_lookup(lo->b.pin,
+							   pos + done, &room);
+				room = min(room, left);
+			} else {
+				sector = src->bi_iter.bi_sector + shift;
+			}
+			clone = loopmq_remap_alloc(lo, rq, src, first,
+						   out->nowait);
 			if (!clone)
 				goto fail;
+			first = false;
+			if (room != src->bi_iter.bi_size)
+				bio_trim(clone, done >> SECTOR_SHIFT,
+					 room >> SECTOR_SHIFT);
+			clone->bi_iter.bi_sector = sector;
+			loopmq_remap_emit(rq, out, clone);
+			done += room;
+			left -= room;
 		}
-		clone->bi_opf = loopmq_remap_opf(rq, src, nowait);
-		clone->bi_end_io = loopmq_remap_end_io;
-		clone->bi_private = rq;
-		if (lo->b.pin) {
-			if (loopmq_pin_remap(lo->b.pin,
-					     (clone->bi_iter.bi_sector << SECTOR_SHIFT) +
-					     lo->b.offset, clone, &lo->bio_set,
-					     gfp, list))
-				goto fail;
-			continue;
-		}
-		clone->bi_iter.bi_sector += shift;
-		bio_list_add(list, clone);
 	}
 	return 0;
 fail:
-	while ((clone = bio_list_pop(list))) {
-		if (clone == &cmd->clone)
-			bio_uninit(clone);
-		else
-			bio_put(clone);
-	}
+	while ((clone = bio_list_pop(&out->list)))
+		loopmq_remap_free(rq, clone);
 	return -ENOMEM;
 }
 
@@ -316,9 +394,9 @@ int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
 			bool nowait)
 {
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct bio_list list;
+	struct loopmq_remap_out out = { .nowait = nowait };
 	struct bio *clone;
-	unsigned int nr = 0;
+	int err;
 
 	if (req_op(rq) == REQ_OP_FLUSH &&
 	    unlikely(READ_ONCE(loopmq_fault_drop_flush))) {
@@ -329,18 +407,25 @@ int loopmq_remap_submit(struct loopmq_device *lo, struct request *rq,
 	}
 	if (!loopmq_remap_freeze_get(lo, rq))
 		return -EAGAIN;
-	bio_list_init(&list);
-	if (loopmq_remap_clone(lo, rq, nowait, &list)) {
-		loopmq_remap_freeze_put(lo, rq);
-		return -ENOMEM;
-	}
-	bio_list_for_each(clone, &list)
-		nr++;
+	bio_list_init(&out.list);
 	cmd->remap_status = BLK_STS_OK;
 	cmd->remap_nowait = nowait;
-	atomic_set(&cmd->ref, nr + 1);
-	while ((clone = bio_list_pop(&list)))
+	atomic_set(&cmd->ref, 1);
+	err = loopmq_remap_clone(lo, rq, &out);
+	if (err && !out.sent) {
+		loopmq_remap_freeze_put(lo, rq);
+		return err;
+	}
+	/*
+	 * Blocking allocations from the pool do not fail; should one, the
+	 * request fails rather than end with a piece never written.
+	 */
+	if (err)
+		WRITE_ONCE(cmd->remap_status, BLK_STS_RESOURCE);
+	while ((clone = bio_list_pop(&out.list))) {
+		atomic_inc(&cmd->ref);
 		submit_bio_noacct(clone);
+	}
 	loopmq_remap_put(lo, rq, false);
 	return 0;
 }
@@ -359,8 +444,13 @@ static void loopmq_remap_put(struct loopmq_device *lo, struct request *rq,
 		return;
 	loopmq_remap_freeze_put(lo, rq);
 	st = READ_ONCE(cmd->remap_status);
-	if (st == BLK_STS_AGAIN && cmd->remap_nowait) {
-		/* The backing had no tag free: the kthread waits for one. */
+	if ((st == BLK_STS_AGAIN || st == BLK_STS_NOTSUPP) &&
+	    cmd->remap_nowait) {
+		/*
+		 * The backing had no tag free, or stopped taking REQ_NOWAIT
+		 * (a device-mapper table reloaded): the kthread submits
+		 * again without it, and waits.
+		 */
 		loopmq_count_fb(lo, LOOPMQ_FB_EAGAIN);
 		loopmq_kthread_queue(lo, cmd, async);
 		return;
