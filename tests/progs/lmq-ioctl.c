@@ -5,8 +5,10 @@
  * ("EBUSY", "ENXIO", ...).  Guest tests compare these words between the
  * stock loop driver and loopmq, and against the documented errno.
  *
- * Usage: lmq-ioctl [-r] CMD DEV [ARGS...]
+ * Usage: lmq-ioctl [-r] [-w PATH] CMD DEV [ARGS...]
  *   -r                 open DEV read-only (default: read-write)
+ *   -w PATH            open DEV, then wait until PATH exists before the
+ *                      call (an opener that calls later: a race's window)
  *   set-fd DEV FILE             LOOP_SET_FD
  *   clr-fd DEV                  LOOP_CLR_FD
  *   get-status DEV              LOOP_GET_STATUS64; on success also prints
@@ -194,7 +196,7 @@ static int do_cached(int fd, const char *off_s, const char *len_s)
 int main(int argc, char **argv)
 {
 	int oflags = O_RDWR | O_CLOEXEC, fd, bfd, rc;
-	const char *cmd, *dev;
+	const char *cmd, *dev, *wait_for = NULL;
 	struct loop_info64 info;
 	struct loop_info old;
 	struct loop_config cfg;
@@ -205,6 +207,11 @@ int main(int argc, char **argv)
 		oflags = O_RDONLY | O_CLOEXEC;
 		argv++;
 		argc--;
+	}
+	if (argc > 2 && !strcmp(argv[1], "-w")) {
+		wait_for = argv[2];
+		argv += 2;
+		argc -= 2;
 	}
 	if (argc < 3)
 		usage();
@@ -219,6 +226,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lmq-ioctl: open %s: %s\n", dev, strerror(errno));
 		return 1;
 	}
+	while (wait_for && access(wait_for, F_OK))
+		usleep(10000);
 	if (!strcmp(cmd, "open"))
 		return result(0);
 	if (!strcmp(cmd, "set-fd") && argc == 4) {

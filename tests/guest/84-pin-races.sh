@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 420
+# 84-pin-races: requests that race a pin or an unpin (loopmq_pin.c, DOC:
+# pin) never go through the file.
+#
+# A discard or write-zeroes that passed the block layer's limit check
+# before the pin turned them off waits for the pin's queue freeze to end,
+# then reaches the driver on a pinned device.  Here the window is held
+# open for certain, not hoped for: the image's file system is frozen while
+# a write to the device is in flight, so the pin's queue freeze waits for
+# that write; the discard (BLKDISCARD) or zero-out (BLKZEROOUT) is issued
+# then by a task that opened the device before the pin, and is seen
+# waiting; the thaw lets the write end, the pin happen,
+# and the discard arrive.  Checked: the pin succeeded (so the discard came
+# after it), the image keeps every block (a hole punched under the map is
+# what let a later write land in another file), and a zero-out leaves the
+# extents written and zeroes where both the device and the file read them
+# (ZERO_RANGE through the file would make them unwritten: the file would
+# read zeroes, the device the old data).  In kthread and aio modes.
+#
+# Then writes racing an unpin: fio writes with verify while the device is
+# pinned and unpinned; no request may fail (a write dispatched after the
+# unfreeze but before the pin's protection was cleared met ETXTBSY).
+DESCRIPTION="discard, zero-out racing a pin; writes racing an unpin"
+requires() {
+	require_cmd lmq-ioctl fio fsfreeze cmp filefrag
+	lmq_is_mq || skip_all "pinning is loopmq's"
+}
+. /tests/lib/guest.sh
+
+W=/tmp/t84 MB=1048576 SZ=32
+mkdir -p $W
+lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
+D=$(lmq_dev 0) S=$(lmq_sys 0)
+_lmq_fs ext4 || { fail "ext4 on the scratch disk"; stop_testing; }
+M=/mnt/lmq-ext4 F=/mnt/lmq-ext4/image
+head -c $((SZ * MB)) /dev/urandom >$W/data
+
+# wait_for COND [TENTHS]: poll COND (a command) until it holds
+wait_for() {
+	local i
+	for ((i = 0; i < ${2:-100}; i++)); do "$1" && return 0; sleep 0.1; done
+	return 1
+}
+write_inflight() { [ "$(awk '{ print $2 }' $S/inflight)" -ge 1 ]; }
+unwritten() { filefrag -v "$F" | grep -c unwritten; }
+# the set-remap process waits in the queue freeze (where wchan shows it)
+freezing() {
+	local w
+	w=$(cat /proc/$ppid/wchan 2>/dev/null)
+	case $w in *freeze*) return 0;; ""|0) sleep 1; return 0;; esac
+	return 1
+}
+
+for mode in kthread aio; do
+	for op in discard zeroout; do
+		t="$mode $op"
+		dd if=$W/data of=$F bs=1M conv=fsync status=none
+		blocks=$(stat -c %b $F)
+		is "$(lmq-ioctl configure $D $F 16 0)" OK "$t: attach with direct I/O"
+		lmq_mode 0 $mode || fail "$t: mode $mode"
+		# the discard's opener opens the device now, before the pin
+		# holds the device's mutex, and calls once told to
+		rm -f $W/go
+		lmq-ioctl -w $W/go $op $D $((8 * MB)) $((4 * MB)) >$W/op.out 2>&1 &
+		opid=$!
+		fsfreeze --freeze $M
+		# rewrites the image's own first block: the data stays
+		dd if=$W/data of=$D bs=4k count=1 oflag=direct conv=notrunc status=none &
+		wpid=$!
+		wait_for write_inflight || fail "$t: a write in flight on $D"
+		lmq-ioctl set-remap $D 1 >$W/pin.out 2>&1 &
+		ppid=$!
+		wait_for freezing 50 || diag "$t: set-remap in $(cat /proc/$ppid/wchan 2>/dev/null)"
+		touch $W/go
+		sleep 1
+		alive $opid && alive $ppid && pass "$t: $op and pin wait for the frozen write" ||
+			fail "$t: $op and pin wait for the frozen write" "the window was missed"
+		fsfreeze --unfreeze $M
+		wait $wpid
+		is "$?" 0 "$t: the frozen write completes"
+		wait $ppid
+		is "$(cat $W/pin.out)" OK "$t: the pin succeeds"
+		wait $opid
+		opr=$(word1 "$(cat $W/op.out)")
+		is "$(cat $S/loopmq/pinned)" 1 "$t: pinned"
+		is "$(stat -c %b $F)" "$blocks" "$t: the image keeps all its blocks"
+		is "$(unwritten)" 0 "$t: no extent of the image became unwritten"
+		if [ $op = discard ]; then
+			# 6.1 passes the EOPNOTSUPP on, 6.12's BLKDISCARD calls it done
+			case $opr in OK|EOPNOTSUPP) pass "$t: the discard ends: $opr";;
+			*) fail "$t: the discard ends" "$opr";; esac
+			cmp -s <(dd if=$D bs=1M count=$SZ iflag=direct status=none) $W/data
+			is "$?" 0 "$t: the device reads what was written"
+		else
+			is "$opr" OK "$t: the zero-out succeeds"
+			cmp -s <(dd if=$D bs=1M skip=8 count=4 iflag=direct status=none) \
+				<(head -c $((4 * MB)) /dev/zero)
+			is "$?" 0 "$t: the device reads zeroes where zeroed"
+		fi
+		cmp -s <(dd if=$D bs=1M count=$SZ iflag=direct status=none) $F
+		is "$?" 0 "$t: the file reads what the device reads"
+		is "$(lmq-ioctl set-remap $D 0)" OK "$t: unpin"
+		is "$(lmq-ioctl clr-fd $D)" OK "$t: detach"
+		lmq_wait_gone $S/loop/backing_file || fail "$t: still bound"
+	done
+done
+
+# ---- writes racing an unpin
+N=12
+[ "$LMQ_SLOW" = 1 ] && N=6
+dd if=$W/data of=$F bs=1M conv=fsync status=none
+is "$(lmq-ioctl configure $D $F 16 0)" OK "unpin race: attach with direct I/O"
+lmq_mode 0 aio
+errors0=$(lmq_stat 0 errors)
+fio --name=w --filename=$D --ioengine=libaio --direct=1 --iodepth=16 \
+	--rw=randwrite --bs=4k --size=$((SZ * MB)) --time_based --runtime=600 \
+	--verify=crc32c --do_verify=0 >$W/fio.out 2>&1 &
+fpid=$!
+cycles=0
+for ((i = 0; i < N; i++)); do
+	[ "$(lmq-ioctl set-remap $D 1)" = OK ] && [ "$(lmq-ioctl set-remap $D 0)" = OK ] &&
+		cycles=$((cycles + 1))
+	sleep 0.2
+done
+alive $fpid && pass "unpin race: fio wrote through every cycle" ||
+	fail "unpin race: fio wrote through every cycle" "$(tail -n 5 $W/fio.out)"
+kill $fpid 2>/dev/null
+wait $fpid
+is "$cycles" $N "unpin race: $N pins and unpins under writes"
+is "$(lmq_stat 0 errors)" "$errors0" "unpin race: no request failed"
+fio --name=w --filename=$D --ioengine=libaio --direct=1 --iodepth=16 \
+	--rw=randwrite --bs=4k --size=$((4 * MB)) --verify=crc32c --do_verify=1 \
+	--verify_fatal=1 >$W/fio2.out 2>&1
+is "$?" 0 "unpin race: fio write then verify afterwards"
+is "$(lmq-ioctl clr-fd $D)" OK "unpin race: detach"
+done_testing
