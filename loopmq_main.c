@@ -569,7 +569,56 @@ out:
  */
 #define LOOPMQ_MAX_CHAIN	16
 
-static int loopmq_validate_file(struct file *file, struct block_device *bdev)
+/*
+ * Stock loop devices met on a chain, each with the device under it.  A
+ * stock loop device's backing is found by a path lookup, which may wait
+ * for as long as the file system does (a stalled FUSE or NFS server): it
+ * is made with no lock held (loopmq_stock_resolve()), never under
+ * loopmq_bind_mutex, which every bind and unbind takes.  The stock
+ * driver's bindings are not protected by that mutex anyway.
+ */
+struct loopmq_stock_hops {
+	unsigned int	nr;
+	dev_t		want;		/* the walk needs this one resolved */
+	dev_t		dev[LOOPMQ_MAX_CHAIN];
+	dev_t		under[LOOPMQ_MAX_CHAIN];
+};
+
+/* loopmq_validate_file(): resolve hops->want without locks, walk again. */
+#define LOOPMQ_WALK_RESOLVE	1
+
+static bool loopmq_stock_hop(const struct loopmq_stock_hops *hops, dev_t dev,
+			     dev_t *under)
+{
+	unsigned int i;
+
+	for (i = 0; i < hops->nr; i++) {
+		if (hops->dev[i] == dev) {
+			*under = hops->under[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* With no lock held.  False when the walk met too many. */
+static bool loopmq_stock_resolve(struct loopmq_stock_hops *hops)
+{
+	if (hops->nr == LOOPMQ_MAX_CHAIN)
+		return false;
+	hops->dev[hops->nr] = hops->want;
+	hops->under[hops->nr] = loopmq_stock_loop_backing(hops->want);
+	hops->nr++;
+	return true;
+}
+
+/*
+ * Returns 0, a negative errno, or LOOPMQ_WALK_RESOLVE: the caller drops
+ * its locks, calls loopmq_stock_resolve() on @stock and takes them to
+ * call again.
+ */
+static int loopmq_validate_file(struct file *file, struct block_device *bdev,
+				struct loopmq_stock_hops *stock)
 {
 	struct inode *inode = file->f_mapping->host;
 	dev_t self = bdev->bd_disk->part0->bd_dev;
@@ -604,7 +653,10 @@ static int loopmq_validate_file(struct file *file, struct block_device *bdev)
 			dev = loopmq_dev_under(inode);
 			blk = S_ISBLK(inode->i_mode);
 		} else if (MAJOR(dev) == LOOP_MAJOR) {
-			dev = loopmq_stock_loop_backing(dev);
+			if (!loopmq_stock_hop(stock, dev, &dev)) {
+				stock->want = dev;
+				return LOOPMQ_WALK_RESOLVE;
+			}
 			blk = false;
 		} else {
 			break;
@@ -658,6 +710,7 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 		     struct block_device *bdev,
 		     const struct loop_config *config)
 {
+	struct loopmq_stock_hops hops = { 0 };
 	struct file *file = fget(config->fd);
 	unsigned int lbs;
 	bool partscan;
@@ -675,12 +728,21 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 			goto out_putf;
 	}
 
+again:
 	mutex_lock(&loopmq_bind_mutex);
 	mutex_lock(&lo->mutex);
 	err = -EBUSY;
 	if (lo->state != LOOPMQ_UNBOUND)
 		goto out_unlock;
-	err = loopmq_validate_file(file, bdev);
+	err = loopmq_validate_file(file, bdev, &hops);
+	if (err == LOOPMQ_WALK_RESOLVE) {
+		mutex_unlock(&lo->mutex);
+		mutex_unlock(&loopmq_bind_mutex);
+		if (loopmq_stock_resolve(&hops))
+			goto again;
+		err = -EINVAL;
+		goto out_abort;
+	}
 	if (err)
 		goto out_unlock;
 	err = -EINVAL;
@@ -762,6 +824,7 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 out_unlock:
 	mutex_unlock(&lo->mutex);
 	mutex_unlock(&loopmq_bind_mutex);
+out_abort:
 	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_configure);
 out_putf:
@@ -875,12 +938,14 @@ int loopmq_clr_fd(struct loopmq_device *lo)
 int loopmq_change_fd(struct loopmq_device *lo,
 		     struct block_device *bdev, unsigned int fd)
 {
+	struct loopmq_stock_hops hops = { 0 };
 	struct file *file = fget(fd);
 	struct file *old;
 	int err;
 
 	if (!file)
 		return -EBADF;
+again:
 	mutex_lock(&loopmq_bind_mutex);
 	mutex_lock(&lo->mutex);
 	err = -ENXIO;
@@ -894,7 +959,15 @@ int loopmq_change_fd(struct loopmq_device *lo,
 	err = -EBUSY;
 	if (lo->b.pin)
 		goto out_unlock;
-	err = loopmq_validate_file(file, bdev);
+	err = loopmq_validate_file(file, bdev, &hops);
+	if (err == LOOPMQ_WALK_RESOLVE) {
+		mutex_unlock(&lo->mutex);
+		mutex_unlock(&loopmq_bind_mutex);
+		if (loopmq_stock_resolve(&hops))
+			goto again;
+		fput(file);
+		return -EINVAL;
+	}
 	if (err)
 		goto out_unlock;
 	err = -EINVAL;
