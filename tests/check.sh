@@ -131,7 +131,7 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage 25-bad-input
 56-enospc-race 57-fault-inject 58-sysfs-garbage 69-kmemleak
 70-signal-storm 71-remove-open-race 72-detach-partition-race
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
-77-backing-cycle 78-lockdep-inline 82-remap 83-pinned 84-pin-races'
+77-backing-cycle 78-lockdep-inline 82-remap 83-pinned 84-pin-races 89-remap-pool'
 
 # The pool: jobs any lane may take once it is free, longest first: the
 # debug suite's parts after the first (they wait for the build), the
