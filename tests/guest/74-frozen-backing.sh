@@ -103,7 +103,9 @@ if [ $debug = 1 ]; then
 fi
 ND=${#MODES[@]}
 lmq_load $ND || { fail "load $LMQ_MOD"; stop_testing; }
-QRQ="] ${LMQ_NAME}_queue_rq+"
+# the driver's queue_rq, whatever its devices are called (loopmq's in
+# replace mode too, where they are loopN)
+if lmq_is_mq; then QRQ="] loopmq_queue_rq+"; else QRQ="] loop_queue_rq+"; fi
 
 # sample PID...: one line per thread of PID that is in an I/O system call:
 # "PID KIND HIT" (KIND dd, libaio or uring; HIT 1 if in queue_rq).  One
