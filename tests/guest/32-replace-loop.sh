@@ -198,6 +198,11 @@ $LOSETUP -D
 unload_all
 umount /mnt/lmq-ext4
 diag "stock: $(echo $stock)"
+# both listings exist: two failed losetup calls would compare equal
+[ -n "$mq" ] && [ "$mq" != null ] && pass "losetup -l -J lists loopmq's loop0" ||
+	fail "losetup -l -J lists loopmq's loop0" "got '$mq'"
+[ -n "$stock" ] && [ "$stock" != null ] && pass "losetup -l -J lists the stock driver's loop0" ||
+	fail "losetup -l -J lists the stock driver's loop0" "got '$stock'"
 is "$(jq -c 'keys' <<<"$mq")" "$(jq -c 'keys' <<<"$stock")" "losetup -l -J: the same fields as stock loop"
 is "$(jq -c . <<<"$mq")" "$(jq -c . <<<"$stock")" \
 	"losetup -l -J: the same values as stock loop"

@@ -23,7 +23,7 @@ cleanup() {
 	rm -rf $W
 }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 diag "driver $LMQ_MOD, tool $LOOPMQCTL, util-linux losetup ${LOSETUP:-missing}"
 
 F=$W/a.img

@@ -30,7 +30,7 @@ cleanup() {
 	rm -rf $W
 }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 lmq_is_mq && { modprobe loop || skip_all "cannot load the stock loop driver"; }
 for _ in $(seq 50); do [ -c /dev/loop-control ] && break; sleep 0.1; done
 LT() { LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" "$@"; }

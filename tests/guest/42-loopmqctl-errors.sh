@@ -24,7 +24,7 @@ cleanup() {
 	rm -rf $W
 }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 
 F=$W/a.img
 truncate -s 8M $F
@@ -54,7 +54,7 @@ bad() {
 }
 
 # a bound device for the busy / live cases
-B=$("$LOOPMQCTL" -f --show $F) || skip_all "cannot attach $F"
+B=$("$LOOPMQCTL" -f --show $F) || { fail "attach $F"; stop_testing; }
 Bn=${B#/dev/$LMQ_NAME}
 
 bad "missing file" "^loopmqctl: $W/nope: cannot open backing file: No such file or directory\$" \

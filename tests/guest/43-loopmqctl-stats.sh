@@ -20,7 +20,7 @@ W=/tmp/t43
 mkdir -p $W
 cleanup() { lmq_detach_all; umount /mnt/t43 2>/dev/null; rm -rf $W; }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 
 F=$W/a.img
 head -c 8M /dev/urandom >$F

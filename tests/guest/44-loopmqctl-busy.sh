@@ -22,11 +22,11 @@ cleanup() {
 	rm -rf $W
 }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 
 F=$W/fs.img
 truncate -s 64M $F
-D=$("$LOOPMQCTL" -f --show $F) || skip_all "cannot attach"
+D=$("$LOOPMQCTL" -f --show $F) || { fail "attach $F"; stop_testing; }
 check "mkfs.ext4 on $D" mkfs.ext4 -q -F $D
 check "mount $D" mount $D $M
 head -c 3M /dev/urandom >$W/data

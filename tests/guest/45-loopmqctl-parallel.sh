@@ -16,7 +16,7 @@ W=/tmp/t45
 mkdir -p $W
 cleanup() { lmq_detach_all; rm -rf $W; }
 trap cleanup EXIT
-lmq_load || skip_all "cannot load $LMQ_MOD"
+lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 
 F=$W/a.img
 truncate -s 16M $F

@@ -296,5 +296,7 @@ for fs in ext4 xfs; do
 	rm -f $M/sparse $M/tail $M/prealloc $M/plain $M/clone $M/other $M/donor
 done
 
-lmq_cleanup; is "$?" 0 "$LMQ_MOD unloads"
+lmq_unload
+grep -q "^$LMQ_MOD " /proc/modules && fail "$LMQ_MOD unloads" "still loaded" || pass "$LMQ_MOD unloads"
+umount /mnt/lmq-ext4 /mnt/lmq-xfs 2>/dev/null
 done_testing
