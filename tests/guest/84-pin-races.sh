@@ -19,12 +19,14 @@
 # (ZERO_RANGE through the file would make them unwritten: the file would
 # read zeroes, the device the old data).  In kthread and aio modes.
 #
-# Then writes racing an unpin: fio writes with verify while the device is
-# pinned and unpinned; no request may fail (a write dispatched after the
-# unfreeze but before the pin's protection was cleared met ETXTBSY).
+# Then writes racing an unpin, the window held open for a second: the
+# unpin waits for the image's inode lock, which a direct reader holds
+# while dm-delay holds its read.  No write may fail (one dispatched after
+# the queue ran again but before the pin's protection was cleared met
+# ETXTBSY).
 DESCRIPTION="discard, zero-out racing a pin; writes racing an unpin"
 requires() {
-	require_cmd lmq-ioctl fio fsfreeze cmp filefrag
+	require_cmd lmq-ioctl fio fsfreeze cmp filefrag blockdev dmsetup
 	lmq_is_mq || skip_all "pinning is loopmq's"
 }
 . /tests/lib/guest.sh
@@ -108,31 +110,62 @@ for mode in kthread aio; do
 done
 
 # ---- writes racing an unpin
-N=12
-[ "$LMQ_SLOW" = 1 ] && N=6
+# The unpin clears the pin's protection under the image's inode lock.  A
+# direct read of the image holds that lock (shared) until its I/O ends,
+# and here the disk under the image's file system is a dm-delay device
+# that holds reads for a second: the unpin waits for the lock that long.
+# Writes go on meanwhile; none may fail (done after the queue runs again,
+# the unpin would leave them a second of ETXTBSY through the file).
+N=3
+modprobe dm-delay 2>/dev/null
+if ! grep -qw delay <(dmsetup targets 2>/dev/null); then
+	skip "unpin race" "no dm-delay in this kernel"
+	stop_testing
+fi
+umount $M
+SECT=$(blockdev --getsz /dev/vda)
+dms create t84 <<<"0 $SECT delay /dev/vda 0 0 /dev/vda 0 0" || { fail "dm-delay over /dev/vda"; stop_testing; }
+DM=/dev/mapper/t84
+mount $DM $M || { fail "mount $DM"; stop_testing; }
+delay() {	# delay MS: reads through the disk under the image take MS
+	dms suspend --nolockfs t84 && dms load t84 <<<"0 $SECT delay /dev/vda 0 $1 /dev/vda 0 0" &&
+		dms resume t84
+}
 dd if=$W/data of=$F bs=1M conv=fsync status=none
 is "$(lmq-ioctl configure $D $F 16 0)" OK "unpin race: attach with direct I/O"
 lmq_mode 0 aio
 errors0=$(lmq_stat 0 errors)
-fio --name=w --filename=$D --ioengine=libaio --direct=1 --iodepth=16 \
+fio --name=w --filename=$D --ioengine=libaio --direct=1 --iodepth=4 \
 	--rw=randwrite --bs=4k --size=$((SZ * MB)) --time_based --runtime=600 \
 	--verify=crc32c --do_verify=0 >$W/fio.out 2>&1 &
 fpid=$!
-cycles=0
+cycles=0 held=0
 for ((i = 0; i < N; i++)); do
-	[ "$(lmq-ioctl set-remap $D 1)" = OK ] && [ "$(lmq-ioctl set-remap $D 0)" = OK ] &&
-		cycles=$((cycles + 1))
+	[ "$(lmq-ioctl set-remap $D 1)" = OK ] || continue
+	sleep 0.3
+	delay 1000 || fail "unpin race: dm-delay of 1 s"
+	dd if=$F of=/dev/null bs=4k count=1 skip=$((RANDOM % 256)) iflag=direct status=none &
+	rpid=$!
 	sleep 0.2
+	alive $rpid && held=$((held + 1))
+	[ "$(lmq-ioctl set-remap $D 0)" = OK ] && cycles=$((cycles + 1))
+	wait $rpid
+	delay 0 || fail "unpin race: dm-delay back to 0"
+	sleep 0.3
 done
 alive $fpid && pass "unpin race: fio wrote through every cycle" ||
 	fail "unpin race: fio wrote through every cycle" "$(tail -n 5 $W/fio.out)"
 kill $fpid 2>/dev/null
 wait $fpid
 is "$cycles" $N "unpin race: $N pins and unpins under writes"
+is "$held" $N "unpin race: each unpin met a reader holding the image's inode lock"
 is "$(lmq_stat 0 errors)" "$errors0" "unpin race: no request failed"
 fio --name=w --filename=$D --ioengine=libaio --direct=1 --iodepth=16 \
 	--rw=randwrite --bs=4k --size=$((4 * MB)) --verify=crc32c --do_verify=1 \
 	--verify_fatal=1 >$W/fio2.out 2>&1
 is "$?" 0 "unpin race: fio write then verify afterwards"
 is "$(lmq-ioctl clr-fd $D)" OK "unpin race: detach"
+lmq_wait_gone $S/loop/backing_file || fail "still bound"
+umount $M
+dms remove t84 || fail "dmsetup remove"
 done_testing

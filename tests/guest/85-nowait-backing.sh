@@ -17,12 +17,13 @@
 #    the backing's page cache holding the range (blkid or udev having read
 #    it: such requests take the file path);
 #  - a file on ext4 on the dm device, direct I/O;
-#  - then the table is reloaded as dm-linear (which takes REQ_NOWAIT) and
-#    back to dm-flakey under a bound device: the capability read at attach
-#    goes stale, and EOPNOTSUPP must still be retried.
+#  - then, for both, the table is reloaded as dm-linear (which takes
+#    REQ_NOWAIT) and back to dm-flakey under a bound device: the
+#    capability read at attach goes stale, and EOPNOTSUPP (through the
+#    file) and BLK_STS_NOTSUPP (a clone) must still be retried.
 DESCRIPTION="backings whose device does not take REQ_NOWAIT (dm-flakey): no I/O error"
 requires() {
-	require_cmd lmq-ioctl fio
+	require_cmd lmq-ioctl fio blockdev
 	[ -b /dev/vda ] || skip_all "no /dev/vda"
 	modprobe dm-mod 2>/dev/null; modprobe dm-flakey 2>/dev/null
 	command -v dmsetup >/dev/null && [ -c /dev/mapper/control ] ||
@@ -58,6 +59,12 @@ fio_verify() {	# fio_verify TAG: write then verify, no error anywhere
 	is "$(lmq_stat0 0 errors)" "$e0" "$tag: no request failed"
 }
 cache_backing() { dd if=$MD of=/dev/null bs=1M count=$SZ status=none; }
+# no_attempt TAG: no NOWAIT attempt was made (each failed one is retried
+# and counted as fb_eagain): the capability is read from the device
+no_attempt() {
+	lmq_is_mq || return 0
+	is "$(lmq_stat 0 fb_eagain)" 0 "$1: no NOWAIT attempt on a device without REQ_NOWAIT"
+}
 
 # ---- the dm device as the backing
 is "$(lmq-ioctl configure $D $MD 16 0)" OK "attach $MD with direct I/O"
@@ -70,6 +77,26 @@ for mode in $LMQ_MODES; do
 	fi
 	cache_backing
 	fio_verify "$mode, block device, its page cache full"
+	no_attempt "$mode, block device"
+done
+# The capability changes under the bound device: dm-linear takes
+# REQ_NOWAIT, and the device reads that when its I/O settings change;
+# then dm-flakey again, which does not.  Through the file (remap=0) and
+# as clones (remap=1, the page cache emptied).
+settable $W/linear || fail "load the dm-linear table"
+is "$(lmq-ioctl set-dio $D 0)" OK "block device: buffered, then"
+is "$(lmq-ioctl set-dio $D 1)" OK "block device: direct I/O again: NOWAIT read from dm-linear"
+settable $W/flakey || fail "load the dm-flakey table again"
+for mode in $LMQ_MODES; do
+	[ "$mode" = stock ] || lmq_mode 0 $mode || fail "$mode: set mode"
+	if [ -w $RP ]; then
+		echo 0 >$RP
+		fio_verify "$mode, block device, table reloaded under it, remap=0"
+		echo 1 >$RP
+	fi
+	blockdev --flushbufs $MD
+	echo 3 >/proc/sys/vm/drop_caches
+	fio_verify "$mode, block device, table reloaded under it"
 done
 is "$(lmq-ioctl clr-fd $D)" OK "detach $MD"
 lmq_wait_gone /sys/block/${D##*/}/loop/backing_file || fail "$D still bound"
@@ -78,9 +105,12 @@ lmq_wait_gone /sys/block/${D##*/}/loop/backing_file || fail "$D still bound"
 mkfs.ext4 -q -F $MD >/dev/null && mount $MD $M || { fail "ext4 on $MD"; stop_testing; }
 dd if=/dev/zero of=$M/img bs=1M count=$SZ conv=fsync status=none
 is "$(lmq-ioctl configure $D $M/img 16 0)" OK "attach a file on ext4 on $MD, direct I/O"
+# the reloads above made NOWAIT attempts that were retried: count anew
+lmq_is_mq && echo 0 >$(lmq_sys 0)/loopmq/stats
 for mode in $LMQ_MODES; do
 	[ "$mode" = stock ] || lmq_mode 0 $mode || fail "$mode: set mode"
 	fio_verify "$mode, file on ext4"
+	no_attempt "$mode, file on ext4"
 done
 # The capability changes under the bound device: linear takes REQ_NOWAIT,
 # then flakey again, which does not.

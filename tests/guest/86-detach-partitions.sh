@@ -59,8 +59,11 @@ lmq_wait_gone /sys/block/${N}0/loop/backing_file || fail "still bound"
 
 # ---- 2. the scan message
 # the kernel log since MARK (the harness reads it too: never cleared)
-mark() { echo "t86: $1" >/dev/kmsg; }
-since() { dmesg | sed -n "/t86: $1\$/,\$p"; }
+# (marked with this run's own tag: the same test may have run earlier in
+# this boot, and its lines must not count)
+TAG=$$.$RANDOM
+mark() { echo "t86 $TAG: $1" >/dev/kmsg; }
+since() { dmesg | sed -n "/t86 $TAG: $1\$/,\$p"; }
 is "$(lmq-ioctl configure $D $W/img 0 0)" OK "attach without partscan"
 partx -a $D 2>$W/partx.err
 for ((i = 0; i < 30; i++)); do [ -b ${D}p1 ] && break; sleep 0.1; done

@@ -12,13 +12,15 @@
 #    succeed, the task live, and the data land at 1 MiB in the file.
 #    Inline in the submitter's task, the backing write would meet the
 #    task's limit.
-# 2. A block-device backing made read-only (blockdev --setro) or used for
+# 2. An immutable backing file: discards fail and free no block, as
+#    fallocate(2) on it does (vfs_fallocate()'s check).
+# 3. A block-device backing made read-only (blockdev --setro) or used for
 #    swap after the bind: the remap path must refuse writes as
 #    blkdev_write_iter() does (EPERM, ETXTBSY), and leave the disk as it
 #    was, in every mode.
 DESCRIPTION="the submitter's RLIMIT_FSIZE; writes to a read-only or swap backing device"
 requires() {
-	require_cmd lmq-ioctl fio blockdev cmp mkswap swapon swapoff
+	require_cmd lmq-ioctl fio blockdev cmp mkswap swapon swapoff xfs_io
 	[ -b /dev/vda ] || skip_all "no /dev/vda"
 	lmq_is_mq || skip_all "loopmq's dispatch modes"
 }
@@ -59,9 +61,24 @@ for dio in 1 0; do
 done
 is "$(lmq-ioctl clr-fd $D)" OK "detach"
 lmq_wait_gone $(lmq_sys 0)/loop/backing_file || fail "still bound"
+
+# ---- 2. an immutable backing file: fallocate(2)'s checks hold for the
+# device's discards too (vfs_fallocate() makes them, the method does not)
+dd if=/dev/urandom of=$F bs=1M count=8 conv=fsync status=none
+is "$(lmq-ioctl configure $D $F 16 0)" OK "attach, direct I/O"
+xfs_io -c "chattr +i" $F || fail "chattr +i"
+blocks=$(stat -c %b $F)
+for mode in $LMQ_MODES; do
+	lmq_mode 0 $mode || fail "$mode: mode"
+	isnt "$(word1 "$(lmq-ioctl discard $D $MB $MB)")" OK "$mode: a discard on an immutable backing fails"
+	is "$(stat -c %b $F)" "$blocks" "$mode: the immutable backing keeps its blocks"
+done
+xfs_io -c "chattr -i" $F
+is "$(lmq-ioctl clr-fd $D)" OK "detach"
+lmq_wait_gone $(lmq_sys 0)/loop/backing_file || fail "still bound"
 umount /mnt/lmq-ext4
 
-# ---- 2. a read-only or swap block device under a bound device
+# ---- 3. a read-only or swap block device under a bound device
 R=$(lmq_backing raw) || { fail "raw backing"; stop_testing; }
 dd if=/dev/urandom of=$W/old bs=1M count=1 status=none
 dd if=$W/old of=$R bs=1M count=1 oflag=direct status=none
