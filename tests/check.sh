@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # The `make check` driver: builds, style, sparse, tools, harness self-tests,
 # then every tests/guest/*.sh in a guest of each kernel, then the crash
-# consistency trials (tests/crash/run, not with --quick or --debug-only).
+# consistency trials (tests/crash/run) and the mutants (tests/mutants/run),
+# neither with --quick or --debug-only.
 #
 #   tests/check.sh [--quick] [--debug-only] [--kernel K]... [--no-selftest]
 #                  [--guest 'GLOB']
-#     --quick        no sparse, self-tests, debug kernel or crash trials
+#     --quick        no sparse, self-tests, debug kernel, crash trials or mutants
 #     --debug-only   only the debug kernel: build it, run the guest tests on it
 #     --kernel K     guest runs only on K (6.1, 6.12, debug; repeatable);
 #                    K:replace runs K's guest suite against loopmq in
@@ -164,7 +165,13 @@ job_name() {	# job_name JOB: the step name of a pool job
 		echo "guest tests on $(kname "${k%\%*}"), part ${k##*%} of $PARTS";;
 	guest:*) echo "guest tests on $(kname "${1#guest:}")";;
 	crash:*) echo "crash consistency on ${1#crash:}";;
+	mutants:*) echo "mutants on $(kname "${1#mutants:}")";;
 	esac
+}
+mutants_job() {	# mutants_job K[:replace]: tests/mutants/run on K
+	local drv=()
+	case $1 in *:replace) drv=(--driver replace);; esac
+	tests/mutants/run --kernel "${1%%:*}" "${drv[@]}"
 }
 pool_run() {	# run each pool job no lane has taken yet
 	local j
@@ -175,6 +182,8 @@ pool_run() {	# run each pool job no lane has taken yet
 			bg "$(job_name "$j")" guest_run "${j#guest:}";;
 		crash:*) bg "$(job_name "$j")" crash_job "${j#crash:}" \
 			"$([ "$j" = "$first_crash" ] && echo 1)";;
+		mutants:*) HARNESS_TIMEOUT_SCALE=${HARNESS_TIMEOUT_SCALE:-3} \
+			bg "$(job_name "$j")" mutants_job "${j#mutants:}";;
 		esac
 	done
 }
@@ -226,6 +235,13 @@ fi
 if [ -z "$quick" ] && [ -z "$debug_only" ] && [ ${#debian[@]} -gt 0 ]; then
 	for k in "${debian[@]}"; do pool+=("crash:${k%%:*}"); done
 	first_crash=crash:${debian[0]%%:*}
+fi
+# mutants (tests/mutants/run): broken modules the suite must catch, on the
+# first Debian kernel (6.1, where all but one of them can be seen) in the
+# mode its suite runs in; one kernel's set fits the time budget
+# (tests/README.md, "Mutants")
+if [ -z "$quick" ] && [ -z "$debug_only" ] && [ ${#debian[@]} -gt 0 ]; then
+	pool+=("mutants:${debian[0]}")
 fi
 # Two lanes, one per core: the debug kernel's build and suite start at
 # once in the background; host steps and the first Debian kernel's suite
