@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS_MAIN=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves
 	qemu-system-x86 fio busybox-static cpio kmod xz-utils zstd
-	e2fsprogs xfsprogs util-linux dmsetup sparse linux-source-6.1
+	e2fsprogs xfsprogs util-linux dmsetup sparse linux-source-6.1 patch
 	gnuplot-nox python3 jq man-db groff-base dkms gcc-multilib
 	linux-image-amd64 linux-headers-amd64
 )
