@@ -613,6 +613,19 @@ static bool loopmq_stock_resolve(struct loopmq_stock_hops *hops)
 }
 
 /*
+ * After loopmq_validate_file() answered LOOPMQ_WALK_RESOLVE: drop the
+ * caller's locks (@lo's mutex, then loopmq_bind_mutex) and resolve.
+ * True when the caller should take them again and walk again.
+ */
+static bool loopmq_walk_unlock_resolve(struct loopmq_device *lo,
+				       struct loopmq_stock_hops *stock)
+{
+	mutex_unlock(&lo->mutex);
+	mutex_unlock(&loopmq_bind_mutex);
+	return loopmq_stock_resolve(stock);
+}
+
+/*
  * Returns 0, a negative errno, or LOOPMQ_WALK_RESOLVE: the caller drops
  * its locks, calls loopmq_stock_resolve() on @stock and takes them to
  * call again.
@@ -736,9 +749,7 @@ again:
 		goto out_unlock;
 	err = loopmq_validate_file(file, bdev, &hops);
 	if (err == LOOPMQ_WALK_RESOLVE) {
-		mutex_unlock(&lo->mutex);
-		mutex_unlock(&loopmq_bind_mutex);
-		if (loopmq_stock_resolve(&hops))
+		if (loopmq_walk_unlock_resolve(lo, &hops))
 			goto again;
 		err = -EINVAL;
 		goto out_abort;
@@ -961,9 +972,7 @@ again:
 		goto out_unlock;
 	err = loopmq_validate_file(file, bdev, &hops);
 	if (err == LOOPMQ_WALK_RESOLVE) {
-		mutex_unlock(&lo->mutex);
-		mutex_unlock(&loopmq_bind_mutex);
-		if (loopmq_stock_resolve(&hops))
+		if (loopmq_walk_unlock_resolve(lo, &hops))
 			goto again;
 		fput(file);
 		return -EINVAL;
