@@ -501,11 +501,41 @@ static void loopmq_media_changed(struct loopmq_device *lo)
 /*
  * The backing's page cache must not recurse into I/O on us: its
  * allocations lose __GFP_IO and __GFP_FS while @file is bound, and get
- * back what they had when it is released (loopmq_put_backing_gfp()).
+ * back what they had when the last device bound to it releases it.  Two
+ * devices may share a backing (read-only, or by a user's choice): the
+ * second finds the mask the first took away, so it keeps the first one's
+ * saved mask, and the first to unbind leaves the mask reduced for the
+ * other.  Every device bound to a mapping thus holds the mask from
+ * before any of them, and the last puts it back.  Under
+ * loopmq_bind_mutex, which keeps every device's @b.file as it is.
  */
+static struct loopmq_device *loopmq_gfp_sharer(struct loopmq_device *lo,
+					       struct address_space *mapping)
+{
+	struct loopmq_device *l, *found = NULL;
+	int id;
+
+	lockdep_assert_held(&loopmq_bind_mutex);
+	mutex_lock(&loopmq_ctl_mutex);
+	idr_for_each_entry(&loopmq_idr, l, id) {
+		if (l != lo && l->b.file && l->b.file->f_mapping == mapping) {
+			found = l;
+			break;
+		}
+	}
+	mutex_unlock(&loopmq_ctl_mutex);
+	return found;
+}
+
 static void loopmq_take_backing_gfp(struct loopmq_device *lo,
 				    struct file *file)
 {
+	struct loopmq_device *other = loopmq_gfp_sharer(lo, file->f_mapping);
+
+	if (other) {
+		lo->old_gfp_mask = other->old_gfp_mask;
+		return;
+	}
 	lo->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
 	mapping_set_gfp_mask(file->f_mapping,
 			     lo->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
@@ -514,7 +544,8 @@ static void loopmq_take_backing_gfp(struct loopmq_device *lo,
 static void loopmq_put_backing_gfp(struct loopmq_device *lo,
 				   struct file *file)
 {
-	mapping_set_gfp_mask(file->f_mapping, lo->old_gfp_mask);
+	if (!loopmq_gfp_sharer(lo, file->f_mapping))
+		mapping_set_gfp_mask(file->f_mapping, lo->old_gfp_mask);
 }
 
 /*
