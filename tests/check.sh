@@ -113,7 +113,7 @@ guest_run() {
 	fi
 	[ "${k%%:*}" = debug ] && { debug_built || return 1; }
 	case $k in *:replace) drv=(--driver replace);; esac
-	tests/vm/run --kernel "${k%%:*}" "${drv[@]}" "${scripts[@]}"
+	tests/vm/run --kernel "${k%%:*}" "${drv[@]}" --must-run tests/skips "${scripts[@]}"
 }
 
 # The debug kernel (KASAN, lockdep, kmemleak) runs guests 3-10 times slower

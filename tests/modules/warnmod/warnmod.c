@@ -9,14 +9,19 @@
  *                 open /dev/X from the kernel and keep it open (a leaked
  *                 reference: the driver behind it cannot be unloaded) until
  *                 an empty write or until warnmod is unloaded
+ *   echo N > /sys/module/warnmod/parameters/spin
+ *                 spin N seconds on one CPU with preemption off (a soft
+ *                 lockup, and an RCU stall, once their timeouts are short)
  */
 #include <linux/bug.h>
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/preempt.h>
 #include <linux/string.h>
 
 static bool warn_on_load;
@@ -42,6 +47,31 @@ static const struct kernel_param_ops warnmod_warn_ops = {
 
 module_param_cb(warn, &warnmod_warn_ops, NULL, 0200);
 MODULE_PARM_DESC(warn, "write 1 to trigger a WARN");
+
+static int warnmod_set_spin(const char *val, const struct kernel_param *kp)
+{
+	unsigned int secs, ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &secs);
+	if (ret)
+		return ret;
+	if (secs > 60)
+		return -EINVAL;
+	preempt_disable();
+	for (ms = 0; ms < secs * 1000; ms++)
+		mdelay(1);
+	preempt_enable();
+	return 0;
+}
+
+static const struct kernel_param_ops warnmod_spin_ops = {
+	.set = warnmod_set_spin,
+	.get = NULL,
+};
+
+module_param_cb(spin, &warnmod_spin_ops, NULL, 0200);
+MODULE_PARM_DESC(spin, "write N to spin N seconds with preemption off");
 
 static DEFINE_MUTEX(warnmod_hold_lock);
 static struct file *warnmod_held;
