@@ -24,7 +24,9 @@
  *	(and maybe reused by the next device) by then.  At the end INDEX is
  *	removed.  Environment: LMQ_OPENRACE_SAMECPU=0|1 overrides the
  *	placement of the remover (default: 1 when preemption is "full"),
- *	LMQ_OPENRACE_TUNE=UP,DOWN,JITTER the adaptation (microseconds).
+ *	LMQ_OPENRACE_TUNE=UP,DOWN,JITTER the adaptation (microseconds),
+ *	LMQ_OPENRACE_HITS=N ends the run after N stale opens (SECONDS is then
+ *	the cap).
  *
  *   partopen PART SECONDS [THREADS]
  *	THREADS (default 2) threads open(PART, O_RDONLY) and close it as fast
@@ -323,6 +325,7 @@ static int r_ticket, r_go, r_finished, r_result[1024];	/* futex words */
 static unsigned long r_o2;
 static double r_delay = 0, r_round_delay, r_delay_min = 1, r_delay_max = -1;
 static int r_quit, r_samecpu;
+static unsigned long r_want;	/* LMQ_OPENRACE_HITS: stop after that many */
 static unsigned long r_early, r_late, r_hits, r_rounds;
 /* adaptation steps and jitter, in seconds */
 static double r_up = 2e-6, r_down = 0.7e-6, r_jitter = 20e-6;
@@ -372,7 +375,8 @@ static void *remover(void *arg)
 	} else {
 		pin(1);
 	}
-	while (!stop && now() < r_end) {
+	while (!stop && now() < r_end &&
+	       !(r_want && __atomic_load_n(&r_stale, __ATOMIC_RELAXED) >= r_want)) {
 		unsigned long o2a, o2b;
 		double d, limit;
 		long rc;
@@ -612,6 +616,8 @@ static int run_remove(int argc, char **argv)
 	r_samecpu = preempt_full();
 	if (getenv("LMQ_OPENRACE_SAMECPU"))
 		r_samecpu = atoi(getenv("LMQ_OPENRACE_SAMECPU"));
+	if (getenv("LMQ_OPENRACE_HITS"))
+		r_want = strtoul(getenv("LMQ_OPENRACE_HITS"), NULL, 0);
 	if (getenv("LMQ_OPENRACE_TUNE")) {	/* UP,DOWN,JITTER in us */
 		r_up *= 1e6;
 		r_down *= 1e6;
