@@ -16,6 +16,9 @@
 #   skip_all "why"                 skip the whole test (exit 77)
 #   require_cmd CMD... / require_module MOD...   skip_all if missing
 #   diag "text"                    a "# text" line
+#   part NAME                      true unless LMQ_PART (NAME,NAME...) is
+#                                  set and leaves NAME out: a test's parts
+#                                  that a mutant's probe runs alone
 #   done_testing                   print "N passed, N failed" (and skipped);
 #                                  returns 1 if anything failed or nothing was
 #                                  checked: end a test with it.
@@ -129,6 +132,16 @@ expect_errno() {
 	else
 		fail "$desc" "'$*' failed (status $rc) but not with $name"
 	fi
+}
+
+# part NAME: run this part of the test?  LMQ_PART, set by a mutant's
+# wrapper (tests/mutants/run, "# Part:"), names the parts to run; unset,
+# every part runs.
+part() {
+	[ -z "${LMQ_PART:-}" ] && return 0
+	case ",$LMQ_PART," in *",$1,"*) return 0;; esac
+	diag "part $1: not run (LMQ_PART=$LMQ_PART)"
+	return 1
 }
 
 skip_all() {

@@ -33,11 +33,13 @@ old=$(cat $p/rcu_cpu_stall_timeout)
 echo 0 >/proc/sys/kernel/soft_watchdog
 echo 3 >$p/rcu_cpu_stall_timeout
 mkdir -p /mnt/st-rcu
-( for i in $(seq 200); do
+rm -f /tmp/st-spun
+( while [ ! -e /tmp/st-spun ]; do
 	mount -t tmpfs none /mnt/st-rcu && umount /mnt/st-rcu
 	sleep 0.05
 done ) &
 echo 10 >/sys/module/warnmod/parameters/spin
+touch /tmp/st-spun
 wait
 echo "$old" >$p/rcu_cpu_stall_timeout
 echo 1 >/proc/sys/kernel/soft_watchdog
