@@ -7,7 +7,8 @@
 #            device (brd /dev/ram0, through the remap path) -- all with
 #            direct I/O on -- and a buffered file on tmpfs;
 #   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
-# Every cell must finish with no fio error and no verify mismatch, and the
+# Every cell must finish with no fio error and no verify mismatch, the
+# backing must hold at each offset what the device reads there, and the
 # device must report the requested block size and dio state.  A cell writes
 # 2 MiB in requests of the logical block size to 64 KiB (about 60 writes)
 # and then mixes 2 MiB of 4 KiB reads and writes: every request size class
@@ -43,6 +44,12 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 		--verify=crc32c --verify_backlog=32 --verify_fatal=1 --output-format=terse 2>&1)
 	[ $? = 0 ] && pass "$tag: randrw with verify_backlog" ||
 		{ fail "$tag: randrw with verify_backlog"; echo "$out" | tail -n 8 | sed 's/^/#   /'; }
+	# what the device reads is where it belongs in the backing: fio
+	# verifies through the device alone, which a consistent mis-mapping
+	# (an offset, a swapped extent) would pass
+	cmp -s <(dd if=$D bs=64k count=32 iflag=direct status=none) \
+		<(dd if=$b bs=64k count=32 $([ $dio = 1 ] && echo iflag=direct) status=none)
+	is "$?" 0 "$tag: the backing holds what the device reads, at the same offsets"
 	if [ $lbs = 4096 ]; then	# a 512-byte direct read must be refused
 		is "$(lmq-ioctl pread $D 512 512 direct)" EINVAL "$tag: 512 B O_DIRECT refused"
 	fi
