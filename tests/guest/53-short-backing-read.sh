@@ -9,13 +9,14 @@
 # backing.  Each such read must complete (the rest is past the end of the
 # backing: loopmq reads zeroes there, the stock driver answers EIO), and
 # so must 4 KiB reads wholly past the end (the backing answers 0 bytes), in
-# every dispatch mode.  The ioctl fuzzer of 50-ioctl-fuzz found the hang
-# this checks for: a short completion of a kiocb the kthread had submitted
-# was queued back to the kthread without waking it; and one of 0 bytes
-# made the kthread submit the same kiocb again, forever.
+# every dispatch mode; the zeroes must be the driver's (xfs_io reads
+# into a buffer it filled with 0xab).  The ioctl fuzzer of 50-ioctl-fuzz
+# found the hang this checks for: a short completion of a kiocb the
+# kthread had submitted was queued back to the kthread without waking it;
+# and one of 0 bytes made the kthread submit the same kiocb again, forever.
 DESCRIPTION="direct-I/O reads that the backing device answers short complete"
 requires() {
-	require_cmd lmq-ioctl lmq-stats fio
+	require_cmd lmq-ioctl lmq-stats fio xfs_io
 }
 . /tests/lib/guest.sh
 
@@ -27,6 +28,17 @@ head -c $((8 * MB)) /dev/urandom >$W/img
 dd if=$W/img of=$W/want bs=4096 skip=$((4 * MB / 4096 - 1)) count=1 status=none
 head -c 4096 /dev/zero >>$W/want
 head -c 4096 /dev/zero >$W/zero
+# nonzero OFFSET LENGTH: "N L", N the bytes past the 4 MiB mark that are
+# not zero in an O_DIRECT read of device 0, L the 16-byte lines read.
+# xfs_io reads into a buffer it filled with 0xab first, so a tail that the
+# driver left as the buffer was shows (dd's fresh buffer is zero anyway).
+nonzero() {
+	local skip=0
+	[ $1 -lt $((4 * MB)) ] && skip=$(((4 * MB - $1) / 16))
+	xfs_io -d -r -c "pread -v $1 $2" $D0 | awk -v skip=$skip '
+	/^[0-9a-f]+:  / { if (++k > skip) for (i = 2; i <= 17; i++) if ($i != "00") n++ }
+	END { print n + 0, k + 0 }'
+}
 kick() {	# a read through device 0's kthread wakes it up
 	lmq_mode 0 kthread
 	dd if=$D0 of=/dev/null bs=4096 count=1 iflag=direct status=none
@@ -78,6 +90,12 @@ for mode in $LMQ_MODES; do
 		is "$done $good" "10 10" "$mode: each read 4 KiB of zeroes"
 	else
 		is "$((done + errs))" 10 "$mode: each read ended (stock loop: $errs EIO)"
+	fi
+	if lmq_is_mq; then
+		is "$(nonzero $((4 * MB - 4096)) 8192)" "0 512" \
+			"$mode: a read across the end: the driver zeroes what is past it"
+		is "$(nonzero $((6 * MB)) 4096)" "0 256" \
+			"$mode: a read past the end: the driver zeroes all of it"
 	fi
 	is "$(lmq-ioctl clr-fd $D0)" OK "$mode: detach $D0"
 	is "$(lmq-ioctl clr-fd $D1)" OK "$mode: detach $D1"
