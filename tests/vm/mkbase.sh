@@ -92,7 +92,7 @@ echo loopmq-guest >"$root/etc/hostname"
 mods="loop brd null_blk configfs dm-mod dm-flakey dm-delay dm-zero dm-snapshot
 dm-thin-pool dm-log-writes ext4 xfs virtio_blk virtio_pci virtio_ring virtio crc32c_generic
 crc32c-intel libcrc32c crc16 crc32_generic ublk_drv nbd zram overlay
-isofs squashfs fuse"
+isofs squashfs fuse dm-multipath dm-round-robin"
 mdir=$modroot/lib/modules/$rel
 dst=$root/lib/modules/$rel
 mkdir -p "$dst"
