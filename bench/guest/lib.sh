@@ -11,10 +11,11 @@
 # only defines variables and functions; main() runs the group.
 #
 # Header variables:
-#   GROUP      what to set up: null_blk | ram | lat10us | xfs-file | ext4-file | tmpfs-file
+#   GROUP      what to set up: null_blk | ram | lat10us | nullb-mem | xfs-file | ext4-file | tmpfs-file
 #              | xfs-sparse | xfs-reflink (a fresh image before every target: fresh_image)
 #              | xfs-pinned | ext4-pinned (loopmq pins the image: loopmq_up)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
+#              (dm-mpath-rq: request-based device-mapper, multipath with one path)
 #              (loopmq attaches with direct I/O on, loopmq-dio-off with it off)
 #   WORKLOADS  space-separated workload names (see wl_args)
 #   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
@@ -35,6 +36,7 @@ KREL=$(uname -r)
 NULLB_CFG=/sys/kernel/config/nullb
 MNT=/mnt/bench
 DM_NAME=bench-linear
+DM_MPATH=bench-mpath	# dm-mpath-rq: request-based dm over the raw device
 RAWDEV=""		# the raw block device of this group
 BACKDEV=""		# what loop/loopmq/dm-linear sit on (device or image file)
 RAW=""			# raw backing kind under a file: ram
@@ -258,7 +260,7 @@ setup_nullb_module() {
 	[ -d $NULLB_CFG ] || { log "no $NULLB_CFG"; return 1; }
 }
 
-setup_raw() {	# ram | lat10us -> RAWDEV
+setup_raw() {	# ram | lat10us | nullb-mem -> RAWDEV
 	case $1 in
 	ram)
 		modprobe brd rd_nr=1 rd_size=$((RAW_MB * 1024)) max_part=0 || return 1
@@ -266,6 +268,11 @@ setup_raw() {	# ram | lat10us -> RAWDEV
 	lat10us)
 		setup_nullb_module || return 1
 		RAWDEV=$(nullb_new lat10us 1 2 10000 "$RAW_MB") || return 1;;
+	nullb-mem)
+		# blk-mq and stores data (memory_backed=1), completes inline
+		# (irqmode=0): a device request-based dm can stack on
+		setup_nullb_module || return 1
+		RAWDEV=$(nullb_new nullbmem 1 0 0 "$RAW_MB") || return 1;;
 	esac
 	udev_wait "$RAWDEV"
 }
@@ -384,6 +391,34 @@ dm_linear_up() {	# dev -> prints /dev/mapper/NAME
 
 dm_linear_down() { dmsetup --noudevsync remove $DM_NAME >/dev/null 2>&1; }
 
+# Request-based device-mapper over dev: multipath with one path, round-robin,
+# no hardware handler, queue_mode mq.  Request-based dm only stacks on blk-mq
+# devices: on a bio-based one (brd) the table load is refused, and the reason
+# (dmsetup's error and the kernel's) goes to stderr.
+dm_mpath_up() {	# dev -> prints /dev/mapper/NAME
+	local sz mm m
+	sz=$(blockdev --getsz "$1") || return 1
+	mm=$(cat "/sys/class/block/$(basename "$(readlink -f "$1")")/dev") || return 1
+	for m in dm_multipath dm_round_robin; do
+		grep -qw "^$m" /proc/modules || modprobe "$m" || return 1
+	done
+	echo "0 $sz multipath 2 queue_mode mq 0 1 1 round-robin 0 1 1 $mm 1000" >/tmp/bench-table
+	dmesg -c >/dev/null 2>&1
+	if ! dmsetup --noudevsync --verifyudev create $DM_MPATH /tmp/bench-table >&2; then
+		dmesg 2>/dev/null | grep -E 'device-mapper|multipath' | tail -n 3 >&2
+		return 1
+	fi
+	dmsetup --noudevsync mknodes $DM_MPATH >/dev/null 2>&1
+	log "dm-mpath-rq: $(dmsetup table $DM_MPATH 2>&1); status: $(dmsetup status $DM_MPATH 2>&1)"
+	if [ -b /dev/mapper/$DM_MPATH ]; then
+		echo /dev/mapper/$DM_MPATH
+	else
+		echo "/dev/$(dmsetup info -c --noheadings -o blkdevname $DM_MPATH)"
+	fi
+}
+
+dm_mpath_down() { dmsetup --noudevsync remove $DM_MPATH >/dev/null 2>&1; }
+
 loop_up() {	# backing dio(on|off) -> prints /dev/loopN
 	local dev
 	grep -qw loop /proc/modules || modprobe loop 2>/dev/null
@@ -465,6 +500,13 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 				skip_target dm-linear "" "dmsetup create failed"
 			fi
 			dm_linear_down;;
+		dm-mpath-rq)
+			if dev=$(dm_mpath_up "$BACKDEV" 2>"$OUT/err") && [ -b "$dev" ]; then
+				run_target dm-mpath-rq "" "$dev"
+			else
+				skip_target dm-mpath-rq "" "request-based dm refused: $(tr '\n' ' ' <"$OUT/err" | tail -c 300)"
+			fi
+			dm_mpath_down;;
 		loop)
 			if dev=$(loop_up "$BACKDEV" "${m#dio-}" 2>"$OUT/err"); then
 				if [ "$m" = dio-on ] && [ "$(cat /sys/block/${dev#/dev/}/loop/dio)" != 1 ]; then
@@ -503,12 +545,13 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 teardown() {
 	loopmq_down
 	dm_linear_down
+	dm_mpath_down
 	losetup -D >/dev/null 2>&1
 	mountpoint -q $MNT 2>/dev/null && umount $MNT
 	[ -d $NULLB_CFG ] && for d in $NULLB_CFG/*/; do
 		[ -d "$d" ] && { echo 0 >"$d/power"; rmdir "$d"; }
 	done 2>/dev/null
-	rmmod brd null_blk loop >/dev/null 2>&1
+	rmmod dm_round_robin dm_multipath brd null_blk loop >/dev/null 2>&1
 	rm -f /tmp/bench-image
 	true
 }
@@ -530,7 +573,7 @@ main() {
 		BACKING=null_blk
 		setup_nullb_module && BACKDEV=$(nullb_new floor 0 0 0 "$SIZE_MB") &&
 			udev_wait "$BACKDEV" || ok=0;;
-	ram|lat10us)
+	ram|lat10us|nullb-mem)
 		BACKING=$GROUP
 		setup_raw "$GROUP" && BACKDEV=$RAWDEV && prefill "$BACKDEV" || ok=0;;
 	xfs-file|ext4-file)
