@@ -2,25 +2,34 @@
 # SPDX-License-Identifier: GPL-2.0
 """loopmq bench report: guest cell files -> bench.json, results.md, PNG chart.
 
-    bench/report.py RESULTS_DIR [--compare OTHER_RESULTS_DIR]
+    bench/report.py RESULTS_DIR [--publish [DEST]]
+    bench/report.py RESULTS_DIR --compare OTHER_RESULTS_DIR
     bench/report.py --summary RESULTS_DIR...   (compact IOPS / %-of-backing table)
+    bench/report.py --check-docs [FILE.md...]  (recompute the marked figures)
 
 Reads RESULTS_DIR/vm-*/**/bench/cells/ID.{meta,json,snap} and missing.jsonl
-written by bench/guest/lib.sh, computes per-run figures from fio's JSON and
-the counter snapshots taken around each run, takes the median of the runs,
-adds the ratios, and writes bench.json, results.md and iops-vs-backing*.png.
-With --compare, prints how far every cell's median moved between two results.
+written by bench/guest/lib.sh (or, when they are gone, RESULTS_DIR/bench.json),
+computes per-run figures from fio's JSON and the counter snapshots taken
+around each run, takes the median of the runs, adds the ratios with their
+intervals and verdicts, and writes bench.json, results.md and
+iops-vs-backing*.png.  With --publish, copies those and meta.txt into
+docs/results/<date>-<shortrev>/ (or DEST).  With --compare, prints how far
+every cell's median moved between two results and each cell's spread over
+both.  --check-docs: see docs/BENCHMARKS.md, "Figures in the documents".
 """
 import argparse
 import colorsys
 import glob
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(BENCH)
 
 
 def table(name):
@@ -47,7 +56,7 @@ BACKINGS = [r[0] for r in table("backings")]
 FRESH_IMAGE_BACKINGS = ["xfs-sparse", "xfs-reflink"]
 # Block devices loopmq remaps to without pinning, and image files it pins:
 # results.md reports them against dm-linear on the raw device (targets()).
-BLOCK_BACKINGS = ["ram", "lat10us"]
+BLOCK_BACKINGS = ["ram", "nullb-mem", "lat10us"]
 PINNED_BACKINGS = ["xfs-pinned", "ext4-pinned"]
 # The paths a request takes, one each (the fb_* counters say why it did not
 # take the inline one): a cell's share of remapped requests is remap over them.
@@ -333,27 +342,102 @@ def load(resdir):
     return cells
 
 
+def ok_cell(cells, k, t, m, b, w):
+    c = cells.get((k, t, m, b, w))
+    return c if c and c.get("ok") and c.get("iops") else None
+
+
+def loop_best(cells, k, b, w):
+    """-> (cell, "dio-on" | "dio-off"): stock loop's better setting in a cell
+    (kernel, backing, workload), or (None, None) when neither was measured."""
+    on = ok_cell(cells, k, "loop", "dio-on", b, w)
+    off = ok_cell(cells, k, "loop", "dio-off", b, w)
+    if on and (not off or on["iops"] >= off["iops"]):
+        return on, "dio-on"
+    if off:
+        return off, "dio-off"
+    return None, None
+
+
+# What a cell's IOPS is compared with (bench.json: ratio_to_X, its interval
+# ratio_to_X_interval and the verdict vs_X):
+#   backing      fio directly on the same device or file
+#   dm_linear    dm-linear on the same raw device (for an image file: the raw
+#                device under its file system, "raw")
+#   dm_mpath_rq  request-based dm (multipath, one path) on the same raw device
+#   loop_best    stock loop with its better setting, dio-on or dio-off (loop_best)
+#   loop_dio     stock loop with direct I/O on (kept for older readers)
+#   null_blk     null_blk without storage, the floor of a blk-mq driver
+REFS = ["backing", "dm_linear", "dm_mpath_rq", "loop_best", "loop_dio", "null_blk"]
+REF_LABEL = {"backing": "backing", "dm_linear": "dm-linear", "dm_mpath_rq": "dm-mpath-rq",
+             "loop_best": "loop best", "loop_dio": "loop dio-on", "null_blk": "null_blk"}
+
+
+def ref_of(cells, c, ref):
+    """The reference cell REF (REFS) of cell c, or None."""
+    k, b, w = c["kernel"], c["backing"], c["workload"]
+    rawb = c.get("raw") or b
+    if ref == "backing":
+        return c if c["target"] == "null_blk" else ok_cell(cells, k, "backing", "", b, w)
+    if ref == "dm_linear":
+        return ok_cell(cells, k, "dm-linear", "", rawb, w)
+    if ref == "dm_mpath_rq":
+        return ok_cell(cells, k, "dm-mpath-rq", "", rawb, w)
+    if ref == "loop_best":
+        return loop_best(cells, k, b, w)[0]
+    if ref == "loop_dio":
+        return ok_cell(cells, k, "loop", "dio-on", b, w)
+    if ref == "null_blk":
+        return ok_cell(cells, k, "null_blk", "", "null_blk", w)
+    raise ValueError(ref)
+
+
+def runs_of(c):
+    return c.get("iops_runs") or ([c["iops"]] if c.get("iops") else [])
+
+
+def noise_bound(a, b):
+    """How far a ratio of two cells moves between boots under icount: 1% for
+    single-job cells without a thread hop, 3% for the others (the bounds of
+    --compare; docs/BENCHMARKS.md, "Noise, intervals and verdicts")."""
+    hop = max(a.get("ctxsw_per_io") or 0, b.get("ctxsw_per_io") or 0) >= 0.5
+    single = a["workload"] in SINGLE_JOB and b["workload"] in SINGLE_JOB
+    return 0.01 if single and not hop else 0.03
+
+
+def ratio_stats(a, b):
+    """Cell a's IOPS over cell b's -> (ratio of the medians, lowest, highest,
+    verdict).  The interval is the lowest and highest ratio of any run of a to
+    any run of b (min(a)/max(b), max(a)/min(b)).  Verdict: "tie" when the
+    interval includes 1.0, or the ratio is within the two cells' spreads
+    added, or within the cross-boot bound (noise_bound); else "ahead" or
+    "behind"."""
+    r = a["iops"] / b["iops"]
+    ra, rb = runs_of(a), runs_of(b)
+    lo, hi = min(ra) / max(rb), max(ra) / min(rb)
+    sp = ((a.get("spread_pct") or 0) + (b.get("spread_pct") or 0)) / 100.0
+    if lo <= 1.0 <= hi or abs(r - 1.0) <= max(sp, noise_bound(a, b)):
+        v = "tie"
+    else:
+        v = "ahead" if r > 1.0 else "behind"
+    return r, lo, hi, v
+
+
 def add_ratios(cells):
-    def iops_of(kernel, target, mode, backing, wl):
-        c = cells.get((kernel, target, mode, backing, wl))
-        return c.get("iops") if c and c.get("ok") else None
-
-    def ratio(a, b):
-        return round(a / b, 4) if a is not None and b else None
-
     for c in cells.values():
-        k, b, w = c["kernel"], c["backing"], c["workload"]
-        mine = c.get("iops") if c.get("ok") else None
-        if c["target"] == "null_blk":
-            base = mine
-        else:
-            base = iops_of(k, "backing", "", b, w)
-        # dm-linear sits on the raw device: for an image file, the raw device under it
-        dm_b = c.get("raw") or b
-        c["ratio_to_backing"] = ratio(mine, base)
-        c["ratio_to_dm_linear"] = ratio(mine, iops_of(k, "dm-linear", "", dm_b, w))
-        c["ratio_to_null_blk"] = ratio(mine, iops_of(k, "null_blk", "", "null_blk", w))
-        c["ratio_to_loop_dio"] = ratio(mine, iops_of(k, "loop", "dio-on", b, w))
+        mine = c if c.get("ok") and c.get("iops") else None
+        for ref in REFS:
+            o = ref_of(cells, c, ref) if mine else None
+            if o is None:
+                c["ratio_to_" + ref] = None
+                c["ratio_to_%s_interval" % ref] = None
+                c["vs_" + ref] = None
+                continue
+            r, lo, hi, v = ratio_stats(mine, o)
+            c["ratio_to_" + ref] = round(r, 4)
+            c["ratio_to_%s_interval" % ref] = [round(lo, 4), round(hi, 4)]
+            c["vs_" + ref] = v
+        c["loop_best"] = loop_best(cells, c["kernel"], c["backing"], c["workload"])[1]
 
 
 def order(c):
@@ -378,19 +462,40 @@ def fmt(x, kind=""):
     return str(x)
 
 
+def rfmt(c, ref):
+    """A ratio for results.md: "87.6% (86.9-88.3) tie", and for loop best the
+    setting it was; empty where there is none or the reference is c itself."""
+    r = c.get("ratio_to_" + ref)
+    if r is None or (ref == "backing" and c["target"] in ("backing", "null_blk")) or \
+            (ref == "null_blk" and c["target"] == "null_blk") or \
+            (ref == "loop_best" and c["target"] == "loop" and c["mode"] == c.get("loop_best")):
+        return ""
+    lo, hi = c.get("ratio_to_%s_interval" % ref) or (r, r)
+    out = "%.1f%% (%.1f-%.1f) %s" % (100 * r, 100 * lo, 100 * hi, c.get("vs_" + ref) or "")
+    if ref == "loop_best" and c.get("loop_best"):
+        out += " " + c["loop_best"]
+    return out
+
+
 def markdown(cells, meta_txt):
     out = ["# loopmq bench results", ""]
     out += ["```", meta_txt.strip(), "```", ""]
-    out.append("IOPS under `-icount shift=0,sleep=off` are instruction-normalised: a nearly "
-               "repeatable inverse of the guest instructions spent per I/O. They count a "
-               "context switch's instructions but not its cache/TLB cost on real hardware, "
-               "which is why context switches per I/O (system-wide from /proc/stat, and "
-               "the loopmq kthread's own) are reported beside them. Medians of the runs; "
-               "spread = (max-min)/median. Ratios: IOPS over the backing itself (fio "
-               "directly on the same device or file), over dm-linear on the same raw "
-               "device, over stock loop with direct I/O, over null_blk. fio's I/O buffers "
-               "are hugetlb pages (mem=shmhuge), so the per-page cost of pinning user "
-               "memory is the same in every boot.")
+    out.append("Every figure counts guest instructions: IOPS under `-icount shift=0,sleep=off` "
+               "on one vCPU are a nearly repeatable inverse of the guest instructions spent "
+               "per I/O, not wall-clock speed. They count a context switch's instructions "
+               "but not its cache/TLB cost on real hardware, which is why context switches "
+               "per I/O (system-wide from /proc/stat, and the loopmq kthread's own) are "
+               "reported beside them. Medians of the runs; spread = (max-min)/median. "
+               "Ratios: IOPS over the backing itself (fio directly on the same device or "
+               "file), over dm-linear and over request-based dm (`dm-mpath-rq`) on the same "
+               "raw device, over stock loop at its better setting (`loop best`: dio-on or "
+               "dio-off, named), over null_blk. Each ratio carries its interval (the lowest "
+               "and highest ratio of any run to any run) and a verdict: `tie` when the "
+               "interval includes 1.0, or the ratio is within the two cells' spreads added "
+               "or within the cross-boot bound (1% for single-job cells without a thread "
+               "hop, 3% for others); else `ahead` or `behind`. fio's I/O buffers are "
+               "hugetlb pages (mem=shmhuge), so the per-page cost of pinning user memory is "
+               "the same in every boot.")
     out.append("")
     cs = sorted(cells.values(), key=order)
     groups = []
@@ -402,20 +507,21 @@ def markdown(cells, meta_txt):
     for (kern, back), rows in groups:
         out.append("## Linux %s, backing `%s`" % (kern, back))
         out.append("")
-        out.append("| workload | target | IOPS | spread | /backing | /dm-linear | /loop dio | "
-                   "/null_blk | p50 us | p99 us | ctxsw/IO | kthread ctxsw/IO | usr% | sys% |")
-        out.append("|" + " --- |" * 14)
+        out.append("| workload | target | IOPS | spread | /backing | /dm-linear | /dm-mpath-rq | "
+                   "/loop best | /null_blk | p50 us | p99 us | ctxsw/IO | kthread ctxsw/IO | "
+                   "usr% | sys% |")
+        out.append("|" + " --- |" * 15)
         for c in rows:
             t = tname(c["target"], c["mode"])
             if not c.get("ok"):
                 why = (c.get("error") or "missing").replace("|", "/")
                 out.append("| %s | %s | missing | %s |%s" % (
-                    c["workload"], t, why[:110], " |" * 10))
+                    c["workload"], t, why[:110], " |" * 11))
                 continue
-            out.append("| %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 c["workload"], t, fmt(c["iops"], "k"), fmt(c.get("spread_pct"), "p"),
-                fmt(c["ratio_to_backing"], "r"), fmt(c["ratio_to_dm_linear"], "r"),
-                fmt(c["ratio_to_loop_dio"], "r"), fmt(c["ratio_to_null_blk"], "r"),
+                rfmt(c, "backing"), rfmt(c, "dm_linear"), rfmt(c, "dm_mpath_rq"),
+                rfmt(c, "loop_best"), rfmt(c, "null_blk"),
                 fmt(c.get("lat_p50_us"), "p"), fmt(c.get("lat_p99_us"), "p"),
                 fmt(c.get("ctxsw_per_io"), "c"), fmt(c.get("kthread_ctxsw_per_io"), "c"),
                 fmt(c.get("cpu_usr_pct"), "p"), fmt(c.get("cpu_sys_pct"), "p")))
@@ -437,6 +543,7 @@ def markdown(cells, meta_txt):
                 " | ".join(str(c["paths"].get(n, "")) for n in names)))
         out.append("")
     out += remap_targets(cs)
+    out += floor_section(cs)
     out += loop_vs_loopmq(cs)
     out += loop_vs_loopmq(cs, "iops_incl_writeback")
     return "\n".join(out)
@@ -514,6 +621,80 @@ def remap_targets(cs):
         out.append("")
         out += verdict
         out.append("")
+    return out
+
+
+def floor_section(cs):
+    """Where request-based dm (dm-mpath-rq) was measured: per kernel, backing and
+    workload, the device, dm-linear, dm-mpath-rq, stock loop's better setting,
+    and each loopmq mode over dm-mpath-rq and dm-linear with intervals and
+    verdicts.  The goal: loopmq auto at or above dm-mpath-rq (not behind) and
+    within 2% of it or better.  Nothing when dm-mpath-rq was not measured."""
+    floors = [c for c in cs if c["target"] == "dm-mpath-rq"]
+    if not floors:
+        return []
+    cell = {key(c): c for c in cs}
+    out = ["## The request-based floor", ""]
+    out.append("Request-based device-mapper (`dm-mpath-rq`: multipath with one path, "
+               "round-robin, `queue_mode mq`) is the kernel's own blk-mq stacking: a "
+               "request is allocated on the dm device and a clone of it on the device "
+               "below. Per cell the IOPS of the device itself, dm-linear (bio-based), "
+               "dm-mpath-rq and stock loop's better setting, then each loopmq mode as "
+               "IOPS, over dm-mpath-rq and over dm-linear (interval, verdict). Goal: "
+               "`auto` not behind dm-mpath-rq, and at 98% of it or more.")
+    out.append("")
+    modes = [m for t, m in TARGETS if t == "loopmq"]
+    out.append("| kernel | backing | workload | backing | dm-linear | dm-mpath-rq | loop best | " +
+               " | ".join("loopmq/%s: IOPS, /dm-mpath-rq, /dm-linear" % m for m in modes) + " |")
+    out.append("|" + " --- |" * (7 + len(modes)))
+    verdict = []
+    groups = []
+    for f in floors:
+        g = (f["kernel"], f["backing"])
+        if g not in groups:
+            groups.append(g)
+    for kern, back in groups:
+        tally = {"ahead": 0, "tie": 0, "behind": 0}
+        below98, n, missing = [], 0, 0
+        for f in [f for f in floors if (f["kernel"], f["backing"]) == (kern, back)]:
+            w = f["workload"]
+
+            def iops(t, m=""):
+                c = cell.get((kern, t, m, back, w))
+                return fmt(c["iops"], "k") if c and c.get("ok") else "missing"
+            lb = cell.get((kern, "loop", "dio-on", back, w)) or {}
+            best = ""
+            if lb.get("loop_best"):
+                b = cell.get((kern, "loop", lb["loop_best"], back, w))
+                best = "%s (%s)" % (fmt(b["iops"], "k"), lb["loop_best"])
+            vals = []
+            for m in modes:
+                c = cell.get((kern, "loopmq", m, back, w))
+                if not c or not c.get("ok"):
+                    vals.append("missing")
+                    if m == "auto":
+                        missing += 1
+                    continue
+                vals.append("%s, %s, %s" % (fmt(c["iops"], "k"), rfmt(c, "dm_mpath_rq") or "-",
+                                             rfmt(c, "dm_linear") or "-"))
+                if m == "auto" and c.get("vs_dm_mpath_rq"):
+                    n += 1
+                    tally[c["vs_dm_mpath_rq"]] += 1
+                    if c["ratio_to_dm_mpath_rq"] < 0.98:
+                        below98.append("%s %.1f%%" % (w, 100 * c["ratio_to_dm_mpath_rq"]))
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                kern, back, w, iops("backing"), iops("dm-linear"),
+                iops("dm-mpath-rq") if f.get("ok") else "missing: " +
+                (f.get("error") or "")[:80].replace("|", "/"),
+                best or "missing", " | ".join(vals)))
+        verdict.append("- Linux %s, `%s`: loopmq auto against dm-mpath-rq in %d cells: %d ahead, "
+                       "%d tie, %d behind; %d below 98%%%s%s" % (
+                           kern, back, n, tally["ahead"], tally["tie"], tally["behind"],
+                           len(below98), ": " + "; ".join(below98) if below98 else "",
+                           "; %d not compared (missing)" % missing if missing else ""))
+    out.append("")
+    out += verdict
+    out.append("")
     return out
 
 
