@@ -901,33 +901,49 @@ def chart(cells, resdir, kernel, png):
     return png
 
 
+def load_any(d):
+    """A run's cells from its guest files, or from its bench.json (a committed set)."""
+    cells = load(d)
+    if not cells and os.path.isfile(os.path.join(d, "bench.json")):
+        cells = load_set(d)
+    return cells
+
+
 def compare(a, b):
-    """Print how far the medians of two results moved (non-missing cells)."""
-    ca, cb = load(a), load(b)
+    """Print how far the medians of two results (two boots) moved, and each
+    cell's cross-boot spread: (max - min) / median over the runs of both."""
+    ca, cb = load_any(a), load_any(b)
     # docs/BENCHMARKS.md, "Reproducibility": across boots, single-job cells
     # without a thread hop repeat within 0.15% (bench/run), cells whose I/O
     # hops to another thread (ctxsw/IO >= 0.5) or with several jobs within
     # 1.5-3%.  The bounds below, 1% and 3%, leave room above that.
     worst = {"single": 0.0, "multi": 0.0}
+    wspread = {"single": 0.0, "multi": 0.0}
     n = {"single": 0, "multi": 0}
-    lines = []
+    lines = ["%-5s %-10s %-16s %-30s %10s %10s %7s %7s" % (
+        "kern", "backing", "target", "workload", "A", "B", "move", "spread")]
     for k in sorted(ca, key=lambda k: order(ca[k])):
         x, y = ca[k], cb.get(k)
         if not (x.get("ok") and y and y.get("ok")):
             continue
         d = 100.0 * (y["iops"] - x["iops"]) / x["iops"]
+        both = runs_of(x) + runs_of(y)
+        sp = 100.0 * (max(both) - min(both)) / statistics.median(both)
         hop = max(x.get("ctxsw_per_io") or 0, y.get("ctxsw_per_io") or 0) >= 0.5
         cls = "single" if k[4] in SINGLE_JOB and not hop else "multi"
         worst[cls] = max(worst[cls], abs(d))
+        wspread[cls] = max(wspread[cls], sp)
         n[cls] += 1
         lim = 1.0 if cls == "single" else 3.0
-        lines.append("%-5s %-10s %-10s %-16s %-30s %10.1f %10.1f %+6.2f%% %s" % (
-            k[0], k[3], tname(k[1], k[2]), "", k[4], x["iops"], y["iops"], d,
+        lines.append("%-5s %-10s %-16s %-30s %10.1f %10.1f %+6.2f%% %6.2f%% %s" % (
+            k[0], k[3], tname(k[1], k[2]), k[4], x["iops"], y["iops"], d, sp,
             "" if abs(d) <= lim else "OUT OF BOUND (%.0f%%)" % lim))
     print("\n".join(lines))
     print("largest move: %d single-job cells without thread hop %.2f%% (bound 1%%), "
           "%d thread-hop or multi-job cells %.2f%% (bound 3%%)" % (
               n["single"], worst["single"], n["multi"], worst["multi"]))
+    print("largest cross-boot spread (max-min)/median over both runs' reps: %.2f%% and %.2f%%"
+          % (wspread["single"], wspread["multi"]))
     return 0 if worst["single"] <= 1.0 and worst["multi"] <= 3.0 else 1
 
 
@@ -970,18 +986,318 @@ def summary(dirs):
     return 0
 
 
+# ---- result sets: meta.txt, publishing, figures in the documents -------------
+
+def read_meta(d):
+    """meta.txt of a result set -> dict.  "key: value" lines (bench/run); an
+    older meta.txt's "git: REV[-dirty]  loopmq built from REV (SHORT)" gives
+    revision (the one loopmq was built from) and dirty."""
+    m = {}
+    try:
+        lines = open(os.path.join(d, "meta.txt")).read().splitlines()
+    except OSError:
+        return None
+    for ln in lines:
+        k, sep, v = ln.partition(":")
+        if sep:
+            m.setdefault(k.strip(), v.strip())
+    if "revision" not in m and "cells" in m:
+        g = re.search(r"git: (\S+)", m["cells"])
+        b = re.search(r"loopmq built from (\S+)", m["cells"])
+        if g:
+            m["dirty"] = "dirty" if g.group(1).endswith("-dirty") else "no"
+            m["revision"] = b.group(1) if b else g.group(1)
+            m["revisions"] = " ".join(x for x in (g.group(1).replace("-dirty", ""),
+                                                  b.group(1) if b else "") if x)
+    if "date" not in m and m.get("started"):
+        m["date"] = m["started"][:10]
+    return m
+
+
+def git(*args, root=TOP):
+    return subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
+
+
+def meta_problems(m, root=TOP):
+    """-> what keeps a result set from being cited: no meta.txt, a dirty tree,
+    a revision git does not know or that is not an ancestor of HEAD."""
+    if m is None:
+        return ["no meta.txt"]
+    bad = []
+    if m.get("dirty", "no") != "no":
+        bad.append("its tree was dirty")
+    revs = (m.get("revisions") or m.get("revision") or "").split()
+    if not revs:
+        bad.append("meta.txt names no revision")
+    for r in revs:
+        full = git("rev-parse", "--verify", "-q", r + "^{commit}", root=root)
+        if full.returncode != 0:
+            bad.append("revision %s is not in this repository" % r)
+        elif git("merge-base", "--is-ancestor", full.stdout.strip(), "HEAD",
+                 root=root).returncode != 0:
+            bad.append("revision %s is not an ancestor of HEAD" % r)
+    return bad
+
+
+PUBLISHED = ["bench.json", "results.md", "meta.txt"]
+
+
+def publish(resdir, dest):
+    """Copy a reported run's bench.json, results.md, meta.txt and charts (no raw
+    fio output) into docs/results/<date>-<shortrev>/ or DEST."""
+    m = read_meta(resdir)
+    bad = meta_problems(m)
+    if bad:
+        sys.stderr.write("report: %s cannot be published: %s\n" % (resdir, "; ".join(bad)))
+        return 1
+    if not dest:
+        short = git("rev-parse", "--short", m["revision"]).stdout.strip()
+        dest = os.path.join(TOP, "docs", "results", "%s-%s" % (m["date"], short))
+    if os.path.exists(dest):
+        sys.stderr.write("report: %s exists; publish into a new directory\n" % dest)
+        return 1
+    os.makedirs(dest)
+    files = PUBLISHED + sorted(os.path.basename(p) for p in
+                               glob.glob(os.path.join(resdir, "*.png")))
+    for f in files:
+        shutil.copy(os.path.join(resdir, f), os.path.join(dest, f))
+    print("report: published %s into %s: %s" % (resdir, os.path.relpath(dest), " ".join(files)))
+    print("report: cite it in a figure as <!-- fig %s: ... -->" %
+          os.path.relpath(dest, os.path.join(TOP, "docs", "results")))
+    return 0
+
+
+# A figure in a document, marked by an HTML comment right after it:
+#   87.6%<!-- fig RUN: [AGG] FUNC ARG [key=value...] fmt=FMT -->
+# RUN: a directory under docs/results/ holding bench.json and meta.txt.
+# AGG: min | max | median | range (min-max), over every selected cell; none:
+#      the selectors must pick exactly one cell.
+# FUNC ARG: iops T | ratio T/T | p50 T | p99 T | spread T | interval T/T |
+#      verdict T/T, where T is target[:mode] (loopmq:auto, dm-linear,
+#      loop:dio-off) or loop:best (stock loop's better setting in that cell).
+# key=value: kernel=, backing=, workload= (comma-separated lists; "*" or
+#      absent: every one).
+# fmt: .N% (ratio as percent), .Nx (ratio with an x), .NK (thousands),
+#      .N (plain), "word" (verdict); N decimals.
+FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
+AGGS = ("min", "max", "median", "range")
+FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict")
+
+
+def fmt_fig(x, spec):
+    m = re.fullmatch(r"\.(\d+)([%xKM]?)", spec)
+    if not m:
+        raise ValueError("bad fmt=%s" % spec)
+    n, unit = int(m.group(1)), m.group(2)
+    v = x * {"%": 100.0, "K": 1e-3, "M": 1e-6}.get(unit, 1.0)
+    return "%.*f" % (n, v), unit
+
+
+def parse_target(t):
+    name, _, mode = t.partition(":")
+    return name, mode
+
+
+class FigError(Exception):
+    pass
+
+
+def fig_cells(cells, sel, t):
+    """(kernel, backing, workload) triples where target t was planned, filtered."""
+    name, mode = parse_target(t)
+    if (name, mode) == ("loop", "best"):
+        name, mode = "loop", "dio-on"
+    out = []
+    for (k, tn, tm, b, w) in cells:
+        if (tn, tm) != (name, mode):
+            continue
+        if all(v == ["*"] or x in v for x, v in
+               ((k, sel.get("kernel", ["*"])), (b, sel.get("backing", ["*"])),
+                (w, sel.get("workload", ["*"])))):
+            out.append((k, b, w))
+    return sorted(set(out))
+
+
+def fig_cell(cells, k, b, w, t):
+    name, mode = parse_target(t)
+    if (name, mode) == ("loop", "best"):
+        c = loop_best(cells, k, b, w)[0]
+    else:
+        c = ok_cell(cells, k, name, mode, b, w)
+    if c is None:
+        raise FigError("no measured %s cell for %s %s %s" % (t, k, b, w))
+    return c
+
+
+def fig_value(cells, func, arg, k, b, w):
+    if func in ("ratio", "interval", "verdict"):
+        if "/" not in arg:
+            raise FigError("%s needs TARGET/TARGET" % func)
+        ta, tb = arg.split("/", 1)
+        r, lo, hi, v = ratio_stats(fig_cell(cells, k, b, w, ta), fig_cell(cells, k, b, w, tb))
+        return {"ratio": r, "interval": (lo, hi), "verdict": v}[func]
+    c = fig_cell(cells, k, b, w, arg)
+    f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
+         "spread": "spread_pct"}[func]
+    if c.get(f) is None:
+        raise FigError("%s has no %s" % (arg, f))
+    return c[f] / 100.0 if func == "spread" else c[f]
+
+
+def fig_eval(cells, expr):
+    """A marker's expression -> the figure as the document must print it."""
+    toks = expr.split()
+    agg = toks.pop(0) if toks and toks[0] in AGGS else None
+    if len(toks) < 2 or toks[0] not in FUNCS:
+        raise FigError("expected [%s] %s TARGET ...: %r" % ("|".join(AGGS), "|".join(FUNCS), expr))
+    func, arg = toks[0], toks[1]
+    sel, spec = {}, None
+    for t in toks[2:]:
+        k, sep, v = t.partition("=")
+        if not sep or k not in ("kernel", "backing", "workload", "fmt"):
+            raise FigError("unknown selector %r" % t)
+        if k == "fmt":
+            spec = v
+        else:
+            sel[k] = v.split(",")
+    if spec is None:
+        raise FigError("no fmt=")
+    first = arg.split("/")[0]
+    where = fig_cells(cells, sel, first)
+    for k, vals in sel.items():
+        for v in vals:
+            if v != "*" and not any(v == x[("kernel", "backing", "workload").index(k)]
+                                    for x in where):
+                raise FigError("no %s cell with %s=%s" % (first, k, v))
+    if not where:
+        raise FigError("no %s cell matches" % first)
+    if agg is None and len(where) != 1:
+        raise FigError("%d cells match, and no min/max/median/range" % len(where))
+    vals = [fig_value(cells, func, arg, *x) for x in where]
+    if func == "verdict":
+        if agg or spec != "word":
+            raise FigError("verdict takes no aggregate and fmt=word")
+        return vals[0]
+    if func == "interval":
+        if agg:
+            raise FigError("interval takes no aggregate")
+        lo, hi = vals[0]
+        a, unit = fmt_fig(lo, spec)
+        z, _ = fmt_fig(hi, spec)
+        return "%s-%s%s" % (a, z, unit)
+    if agg in (None, "median"):
+        x, unit = fmt_fig(statistics.median(vals), spec)
+        return x + unit
+    if agg == "min":
+        x, unit = fmt_fig(min(vals), spec)
+        return x + unit
+    if agg == "max":
+        x, unit = fmt_fig(max(vals), spec)
+        return x + unit
+    a, unit = fmt_fig(min(vals), spec)
+    z, _ = fmt_fig(max(vals), spec)
+    return "%s-%s%s" % (a, z, unit)
+
+
+def load_set(d):
+    """A committed result set's cells (bench.json) with their ratios."""
+    cs = json.load(open(os.path.join(d, "bench.json")))
+    cells = {key(c): c for c in cs}
+    return cells
+
+
+def doc_markers(path):
+    """-> [(line, text before the marker on its line, run, expr)], outside code."""
+    out = []
+    fence = False
+    text = open(path).read()
+    # blank out code spans and fenced blocks, keeping offsets
+    masked = []
+    for ln in text.split("\n"):
+        if ln.lstrip().startswith("```"):
+            fence = not fence
+            masked.append(" " * len(ln))
+        elif fence:
+            masked.append(" " * len(ln))
+        else:
+            masked.append(re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), ln))
+    mtext = "\n".join(masked)
+    for m in FIG_RE.finditer(mtext):
+        line = mtext.count("\n", 0, m.start()) + 1
+        before = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        out.append((line, before, m.group(1), text[m.start(2):m.end(2)]))
+    return out
+
+
+def check_docs(files, root=TOP):
+    """Recompute every marked figure in FILES from its committed run; TAP."""
+    if not files:
+        files = [os.path.join(root, "README.md")] + sorted(
+            glob.glob(os.path.join(root, "docs", "*.md")))
+    resroot = os.path.join(root, "docs", "results")
+    sets = {}
+    n = npass = 0
+    for f in files:
+        rel = os.path.relpath(f, root)
+        try:
+            marks = doc_markers(f)
+        except OSError as e:
+            n += 1
+            print("not ok %d - %s: %s" % (n, rel, e))
+            continue
+        for line, before, run, expr in marks:
+            n += 1
+            fig = "?"
+            try:
+                d = os.path.normpath(os.path.join(resroot, run))
+                if run.startswith("/") or ".." in run.split("/") or \
+                        not os.path.isfile(os.path.join(d, "bench.json")):
+                    raise FigError("no run docs/results/%s (with a bench.json)" % run)
+                if run not in sets:
+                    bad = meta_problems(read_meta(d), root)
+                    sets[run] = (load_set(d) if not bad else None, bad)
+                cells, bad = sets[run]
+                if bad:
+                    raise FigError("run %s: %s" % (run, "; ".join(bad)))
+                fig = fig_eval(cells, expr)
+                ok = before.endswith(fig) and not re.search(r"[\d.]$", before[:-len(fig)])
+                if not ok:
+                    raise FigError("the text says %r, the data %s" % (
+                        before.split()[-1] if before.split() else "", fig))
+                npass += 1
+                print("ok %d - %s:%d %s (%s: %s)" % (n, rel, line, fig, run, expr))
+            except (FigError, ValueError, KeyError, OSError) as e:
+                print("not ok %d - %s:%d figure %s (%s: %s): %s" % (n, rel, line, fig, run,
+                                                                    expr, e))
+    print("%d passed, %d failed" % (npass, n - npass))
+    return 0 if npass == n else 1
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="loopmq bench report: guest cell files -> bench.json, "
                     "results.md, PNG chart.")
-    ap.add_argument("results", nargs="+", metavar="RESULTS_DIR",
-                    help="a bench/run output directory (several with --summary)")
+    ap.add_argument("results", nargs="*", metavar="RESULTS_DIR",
+                    help="a bench/run output directory (several with --summary; "
+                         "Markdown files with --check-docs)")
     ap.add_argument("--compare", metavar="OTHER_RESULTS_DIR",
                     help="print how far every cell's median moved from "
                          "RESULTS_DIR to OTHER_RESULTS_DIR")
     ap.add_argument("--summary", action="store_true",
                     help="a compact IOPS / %%-of-backing table of the results")
+    ap.add_argument("--publish", nargs="?", const="", metavar="DEST",
+                    help="after the report, copy bench.json, results.md, meta.txt and "
+                         "the charts into DEST (default docs/results/<date>-<shortrev>/); "
+                         "refused for a dirty tree or a revision not in HEAD's history")
+    ap.add_argument("--check-docs", action="store_true",
+                    help="recompute every marked figure in the Markdown files given "
+                         "(default README.md and docs/*.md) from its committed run")
+    ap.add_argument("--root", default=TOP, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.check_docs:
+        return check_docs(a.results, os.path.abspath(a.root))
+    if not a.results:
+        ap.error("RESULTS_DIR is required")
     if a.summary:
         if a.compare:
             ap.error("--summary and --compare are mutually exclusive")
@@ -992,6 +1308,8 @@ def main():
         return compare(a.results[0], a.compare)
     resdir = a.results[0]
     cells = load(resdir)
+    if not cells and os.path.isfile(os.path.join(resdir, "bench.json")):
+        cells = load_set(resdir)        # raw cell files gone: the report again
     if not cells:
         print("report: no cells found under %s" % resdir)
         return 1
@@ -1020,6 +1338,8 @@ def main():
     ok = sum(1 for c in cs if c.get("ok"))
     print("report: %d cells, %d measured, %d missing; bench.json, results.md, %s in %s" % (
         len(cs), ok, len(cs) - ok, ", ".join(pngs) or "no chart", resdir))
+    if a.publish is not None:
+        return publish(resdir, a.publish)
     return 0
 
 
