@@ -291,6 +291,8 @@ if [ -z "$debug_only" ]; then
 		step "make -C tools check" make --no-print-directory -C tools check
 	[ -x tests/host-dkms.sh ] && [ -z "$quick" ] && [ "$(id -u)" = 0 ] &&
 		step "dkms build for every kernel" tests/host-dkms.sh
+	# every marked figure in README.md and docs/ against its committed run
+	step "bench figures" bench/report.py --check-docs
 fi
 # The harness self-tests mostly wait (for timeouts, for guests that hang on
 # purpose): they run in the background beside the guest suites.
