@@ -558,7 +558,7 @@ def remap_share(c):
 
 def remap_targets(cs):
     """The remap path's targets against dm-linear on the raw device: loopmq auto
-    >= 95% on the block devices (ram, lat10us) and >= 93% on the pinned xfs and
+    >= 95% on the block devices (ram, nullb-mem, lat10us) and >= 93% on the pinned xfs and
     ext4 files, whose table shows every mode (only auto is held to the target:
     kthread pays its hop by design).  Reported, never asserted; nothing when
     neither was measured."""
@@ -951,7 +951,7 @@ def summary(dirs):
     """Compact table over one or more results: IOPS and % of backing per kernel/workload."""
     cells = {}
     for d in dirs:
-        c = load(d)
+        c = load_any(d)
         add_ratios(c)
         cells.update(c)
     cols = []

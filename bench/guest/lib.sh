@@ -391,9 +391,11 @@ dm_linear_up() {	# dev -> prints /dev/mapper/NAME
 
 dm_linear_down() { dmsetup --noudevsync remove $DM_NAME >/dev/null 2>&1; }
 
-# Request-based device-mapper over dev: multipath with one path, round-robin,
+# Request-based device-mapper over dev: multipath with one path, round-robin
+# (repeat_count 1: both kernels take any other value as 1, with a warning),
 # no hardware handler, queue_mode mq.  Request-based dm only stacks on blk-mq
-# devices: on a bio-based one (brd) the table load is refused, and the reason
+# devices: on a bio-based one (brd) both kernels refuse the table ("table
+# load rejected: including non-request-stackable devices"), and the reason
 # (dmsetup's error and the kernel's) goes to stderr.
 dm_mpath_up() {	# dev -> prints /dev/mapper/NAME
 	local sz mm m
@@ -402,7 +404,7 @@ dm_mpath_up() {	# dev -> prints /dev/mapper/NAME
 	for m in dm_multipath dm_round_robin; do
 		grep -qw "^$m" /proc/modules || modprobe "$m" || return 1
 	done
-	echo "0 $sz multipath 2 queue_mode mq 0 1 1 round-robin 0 1 1 $mm 1000" >/tmp/bench-table
+	echo "0 $sz multipath 2 queue_mode mq 0 1 1 round-robin 0 1 1 $mm 1" >/tmp/bench-table
 	dmesg -c >/dev/null 2>&1
 	if ! dmsetup --noudevsync --verifyudev create $DM_MPATH /tmp/bench-table >&2; then
 		dmesg 2>/dev/null | grep -E 'device-mapper|multipath' | tail -n 3 >&2
