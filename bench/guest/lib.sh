@@ -411,7 +411,11 @@ dm_mpath_up() {	# dev -> prints /dev/mapper/NAME
 		return 1
 	fi
 	dmsetup --noudevsync mknodes $DM_MPATH >/dev/null 2>&1
-	log "dm-mpath-rq: $(dmsetup table $DM_MPATH 2>&1); status: $(dmsetup status $DM_MPATH 2>&1)"
+	# the table reads back without "queue_mode mq": request-based is
+	# multipath's default, which it does not print (dm-mpath.c,
+	# multipath_status); a request-based dm device has a choice of I/O
+	# schedulers, a bio-based one none
+	log "dm-mpath-rq: $(dmsetup table $DM_MPATH 2>&1); status: $(dmsetup status $DM_MPATH 2>&1); schedulers: $(cat "/sys/block/$(dmsetup info -c --noheadings -o blkdevname $DM_MPATH 2>/dev/null)/queue/scheduler" 2>&1)"
 	if [ -b /dev/mapper/$DM_MPATH ]; then
 		echo /dev/mapper/$DM_MPATH
 	else
