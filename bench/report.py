@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """loopmq bench report: guest cell files -> bench.json, results.md, PNG chart.
 
-    bench/report.py RESULTS_DIR [--publish [DEST]]
+    bench/report.py RESULTS_DIR [--second-boot OTHER_RESULTS_DIR] [--publish [DEST]]
     bench/report.py RESULTS_DIR --compare OTHER_RESULTS_DIR
     bench/report.py --summary RESULTS_DIR...   (compact IOPS / %-of-backing table)
     bench/report.py --check-docs [FILE.md...]  (recompute the marked figures)
@@ -1273,6 +1273,42 @@ def check_docs(files, root=TOP):
     return 0 if npass == n else 1
 
 
+def merge_boots(cells, resdir, other):
+    """Every cell measured in both boots gets the other boot's runs: its median,
+    spread, intervals and verdicts then cover both (iops_runs_boots holds each
+    boot's runs, boots says how many boots measured it).  The other fields
+    (latency, context switches, paths) stay this boot's.  The two runs must be
+    of the same revision.  meta.txt gets a second boot: line."""
+    ma, mb = read_meta(resdir) or {}, read_meta(other) or {}
+    if ma.get("revision") != mb.get("revision") or ma.get("dirty") != mb.get("dirty"):
+        sys.stderr.write("report: %s and %s are not of the same revision\n" % (resdir, other))
+        return False
+    if any(c.get("iops_runs_boots") for c in cells.values()):
+        sys.stderr.write("report: %s already holds two boots\n" % resdir)
+        return False
+    ob = load_any(other)
+    for k, c in cells.items():
+        o = ob.get(k)
+        c["boots"] = 1
+        if not (c.get("ok") and o and o.get("ok")):
+            continue
+        ra, rb = runs_of(c), runs_of(o)
+        both = ra + rb
+        c["iops_runs_boots"] = [ra, rb]
+        c["iops_runs"] = both
+        c["iops"] = r3(statistics.median(both), 1)
+        c["spread_pct"] = r3(100.0 * (max(both) - min(both)) / statistics.median(both), 2)
+        c["runs"] = c.get("runs", len(ra)) + o.get("runs", len(rb))
+        c["boots"] = 2
+    if "second boot" not in ma:         # the report again: one line
+        with open(os.path.join(resdir, "meta.txt"), "a") as f:
+            f.write("second boot: %s (%s cells of both boots merged: medians, spreads and "
+                    "intervals over the runs of both)\n" % (
+                        os.path.basename(os.path.normpath(other)),
+                        sum(1 for c in cells.values() if c.get("boots") == 2)))
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="loopmq bench report: guest cell files -> bench.json, "
@@ -1289,6 +1325,9 @@ def main():
                     help="after the report, copy bench.json, results.md, meta.txt and "
                          "the charts into DEST (default docs/results/<date>-<shortrev>/); "
                          "refused for a dirty tree or a revision not in HEAD's history")
+    ap.add_argument("--second-boot", metavar="OTHER_RESULTS_DIR",
+                    help="a second boot of the same plan and revision: every cell's "
+                         "median, spread, interval and verdict over the runs of both")
     ap.add_argument("--check-docs", action="store_true",
                     help="recompute every marked figure in the Markdown files given "
                          "(default README.md and docs/*.md) from its committed run")
@@ -1313,6 +1352,12 @@ def main():
     if not cells:
         print("report: no cells found under %s" % resdir)
         return 1
+    if a.second_boot and not merge_boots(cells, resdir, a.second_boot):
+        return 1
+    if not a.second_boot and "second boot" in (read_meta(resdir) or {}) and \
+            not any(c.get("boots") == 2 for c in cells.values()):
+        sys.stderr.write("report: meta.txt names a second boot, but this report has one "
+                         "boot: give --second-boot again to keep both\n")
     add_ratios(cells)
     add_targets(cells)
     cs = sorted(cells.values(), key=order)
