@@ -466,9 +466,11 @@ def rfmt(c, ref):
     """A ratio for results.md: "87.6% (86.9-88.3) tie", and for loop best the
     setting it was; empty where there is none or the reference is c itself."""
     r = c.get("ratio_to_" + ref)
+    me = (c["target"], c["mode"])
     if r is None or (ref == "backing" and c["target"] in ("backing", "null_blk")) or \
-            (ref == "null_blk" and c["target"] == "null_blk") or \
-            (ref == "loop_best" and c["target"] == "loop" and c["mode"] == c.get("loop_best")):
+            me == {"null_blk": ("null_blk", ""), "dm_linear": ("dm-linear", ""),
+                   "dm_mpath_rq": ("dm-mpath-rq", ""), "loop_dio": ("loop", "dio-on"),
+                   "loop_best": ("loop", c.get("loop_best"))}.get(ref):
         return ""
     lo, hi = c.get("ratio_to_%s_interval" % ref) or (r, r)
     out = "%.1f%% (%.1f-%.1f) %s" % (100 * r, 100 * lo, 100 * hi, c.get("vs_" + ref) or "")
