@@ -1072,18 +1072,27 @@ def publish(resdir, dest):
 # A figure in a document, marked by an HTML comment right after it:
 #   87.6%<!-- fig RUN: [AGG] FUNC ARG [key=value...] fmt=FMT -->
 # RUN: a directory under docs/results/ holding bench.json and meta.txt.
-# AGG: min | max | median | range (min-max), over every selected cell; none:
-#      the selectors must pick exactly one cell.
+# AGG: min | max | median | range (min-max), over every selected cell; count:
+#      how many selected cells there are (with is=: how many of them have a
+#      verdict or setting in the list); none: the selectors must pick exactly
+#      one cell.
 # FUNC ARG: iops T | ratio T/T | p50 T | p99 T | spread T | interval T/T |
-#      verdict T/T, where T is target[:mode] (loopmq:auto, dm-linear,
-#      loop:dio-off) or loop:best (stock loop's better setting in that cell).
+#      verdict T/T | ctxsw T | kctxsw T | setting loop:best, where T is
+#      target[:mode] (loopmq:auto, dm-linear, loop:dio-off) or loop:best
+#      (stock loop's better setting in that cell).  ctxsw: system-wide context
+#      switches per I/O, kctxsw: the loopmq kthread's own, setting: which of
+#      stock loop's settings was the better one (dio-on, dio-off).
 # key=value: kernel=, backing=, workload= (comma-separated lists; "*" or
-#      absent: every one).
+#      absent: every one); except=BACKING/WORKLOAD,... leaves those cells out
+#      (each must be a selected cell: the text names them); is=WORD,... (with
+#      count).
 # fmt: .N% (ratio as percent), .Nx (ratio with an x), .NK (thousands),
-#      .N (plain), "word" (verdict); N decimals.
+#      .N (plain), "word" (verdict, setting); N decimals.
 FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
-AGGS = ("min", "max", "median", "range")
-FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict")
+AGGS = ("min", "max", "median", "range", "count")
+FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict", "ctxsw", "kctxsw",
+         "setting")
+WORD_FUNCS = ("verdict", "setting")
 
 
 def fmt_fig(x, spec):
@@ -1138,9 +1147,15 @@ def fig_value(cells, func, arg, k, b, w):
         ta, tb = arg.split("/", 1)
         r, lo, hi, v = ratio_stats(fig_cell(cells, k, b, w, ta), fig_cell(cells, k, b, w, tb))
         return {"ratio": r, "interval": (lo, hi), "verdict": v}[func]
+    if func == "setting":
+        if arg != "loop:best":
+            raise FigError("setting takes loop:best")
+        fig_cell(cells, k, b, w, arg)
+        return loop_best(cells, k, b, w)[1]
     c = fig_cell(cells, k, b, w, arg)
     f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
-         "spread": "spread_pct"}[func]
+         "spread": "spread_pct", "ctxsw": "ctxsw_per_io",
+         "kctxsw": "kthread_ctxsw_per_io"}[func]
     if c.get(f) is None:
         raise FigError("%s has no %s" % (arg, f))
     return c[f] / 100.0 if func == "spread" else c[f]
@@ -1153,13 +1168,17 @@ def fig_eval(cells, expr):
     if len(toks) < 2 or toks[0] not in FUNCS:
         raise FigError("expected [%s] %s TARGET ...: %r" % ("|".join(AGGS), "|".join(FUNCS), expr))
     func, arg = toks[0], toks[1]
-    sel, spec = {}, None
+    sel, spec, excl, want = {}, None, [], None
     for t in toks[2:]:
         k, sep, v = t.partition("=")
-        if not sep or k not in ("kernel", "backing", "workload", "fmt"):
+        if not sep or k not in ("kernel", "backing", "workload", "fmt", "except", "is"):
             raise FigError("unknown selector %r" % t)
         if k == "fmt":
             spec = v
+        elif k == "except":
+            excl = [tuple(x.split("/", 1)) for x in v.split(",")]
+        elif k == "is":
+            want = v.split(",")
         else:
             sel[k] = v.split(",")
     if spec is None:
@@ -1171,14 +1190,24 @@ def fig_eval(cells, expr):
             if v != "*" and not any(v == x[("kernel", "backing", "workload").index(k)]
                                     for x in where):
                 raise FigError("no %s cell with %s=%s" % (first, k, v))
+    for e in excl:
+        if len(e) != 2 or not any((b, w) == e for _, b, w in where):
+            raise FigError("except=%s is not a selected %s cell" % ("/".join(e), first))
+    where = [x for x in where if (x[1], x[2]) not in excl]
     if not where:
         raise FigError("no %s cell matches" % first)
     if agg is None and len(where) != 1:
-        raise FigError("%d cells match, and no min/max/median/range" % len(where))
+        raise FigError("%d cells match, and no min/max/median/range/count" % len(where))
+    if (want is not None) != (agg == "count" and func in WORD_FUNCS):
+        raise FigError("is= goes with count over verdict or setting")
     vals = [fig_value(cells, func, arg, *x) for x in where]
-    if func == "verdict":
+    if agg == "count":
+        if spec != ".0":
+            raise FigError("count takes fmt=.0")
+        return "%d" % (len(vals) if want is None else sum(1 for v in vals if v in want))
+    if func in WORD_FUNCS:
         if agg or spec != "word":
-            raise FigError("verdict takes no aggregate and fmt=word")
+            raise FigError("%s takes no aggregate (but count) and fmt=word" % func)
         return vals[0]
     if func == "interval":
         if agg:
