@@ -6,6 +6,8 @@
     bench/report.py RESULTS_DIR --compare OTHER_RESULTS_DIR
     bench/report.py --summary RESULTS_DIR...   (compact IOPS / %-of-backing table)
     bench/report.py --check-docs [FILE.md...]  (recompute the marked figures)
+    bench/report.py --doc-section SET... [--short] [--into FILE.md]
+                                               (the documents' current results)
 
 Reads RESULTS_DIR/vm-*/**/bench/cells/ID.{meta,json,snap} and missing.jsonl
 written by bench/guest/lib.sh (or, when they are gone, RESULTS_DIR/bench.json),
@@ -1304,6 +1306,409 @@ def check_docs(files, root=TOP):
     return 0 if npass == n else 1
 
 
+# ---- the current results in the documents -----------------------------------
+# bench/report.py --doc-section SET... [--short] [--into FILE]: the "Current
+# results" section of docs/BENCHMARKS.md (or, --short, README.md's summary)
+# from one or more published sets, every figure followed by its marker, so
+# that --check-docs recomputes it.  --into replaces the text between FILE's
+# <!-- NAME:begin --> and <!-- NAME:end --> lines (NAME: DOC_BLOCKS).
+DOC_BLOCKS = {"current-results": False, "performance-summary": True}
+# A dm ratio more than this far (relative) from the median of its group is
+# named as an exception, not hidden in a range; a context-switch figure more
+# than CTXSW_OUTLIER switches per I/O from its group's median likewise.
+RATIO_OUTLIER = 0.10
+CTXSW_OUTLIER = 0.5
+FILE_BACKINGS = ["xfs-file", "ext4-file", "tmpfs-file", "xfs-sparse", "xfs-reflink",
+                 "xfs-pinned", "ext4-pinned"]
+
+
+class DocSet:
+    """The cells of one or more published sets, and figures with their markers."""
+
+    def __init__(self, sets, root):
+        self.cells, self.run, self.meta = {}, {}, {}
+        resroot = os.path.join(root, "docs", "results")
+        for d in sets:
+            if not os.path.isdir(d) and os.path.isdir(os.path.join(resroot, d)):
+                d = os.path.join(resroot, d)
+            name = os.path.relpath(os.path.abspath(d), resroot)
+            if name.startswith("..") or not os.path.isfile(os.path.join(d, "bench.json")):
+                raise FigError("%s: not a published set under docs/results/ (with a "
+                               "bench.json)" % d)
+            bad = meta_problems(read_meta(d), root)
+            if bad:
+                raise FigError("%s: %s" % (name, "; ".join(bad)))
+            cells = load_set(d)
+            for c in cells.values():
+                k = c["kernel"]
+                if self.run.get(k, name) != name:
+                    raise FigError("kernel %s is in %s and in %s" % (k, self.run[k], name))
+                self.run[k] = name
+            self.cells.update(cells)
+            self.meta[name] = read_meta(d)
+        self.kernels = sorted(self.run, key=lambda k: {"6.12": 0, "6.1": 1}.get(k, 2))
+        self.modes = [m for t, m in TARGETS if t == "loopmq"]
+        for c in self.cells.values():
+            if c["target"] == "loopmq" and c["mode"] not in self.modes:
+                self.modes.append(c["mode"])
+
+    def f(self, k, expr):
+        """The figure EXPR of kernel k's set, followed by its marker."""
+        return "%s<!-- fig %s: %s -->" % (fig_eval(self.cells, expr), self.run[k], expr)
+
+    def has(self, k, t, b, w=None):
+        name, mode = parse_target(t)
+        return any(ok_cell(self.cells, k, name, mode, b, x) for x in
+                   ([w] if w else WORKLOADS))
+
+    def backs(self, k, t, among):
+        return [b for b in among if self.has(k, t, b)]
+
+    def span(self, k, func, arg, backs, fmt, outlier=None, agg="range", quiet=False):
+        """FUNC ARG over every cell of kernel k on BACKS: the range (AGG) over the
+        cells, the ones OUTLIER picks named with their own figure, and the cells
+        where ARG's reference was not measured named too.  None: no cell."""
+        ta = arg.split("/")[0]
+        cand = fig_cells(self.cells, {"kernel": [k], "backing": backs}, ta)
+        vals, missing = {}, []
+        for _, b, w in cand:
+            try:
+                vals[(b, w)] = fig_value(self.cells, func, arg, k, b, w)
+            except FigError:
+                missing.append((b, w))
+        if not vals:
+            return None
+        odd = set()
+        if outlier:
+            mid = statistics.median(vals.values())
+            odd = {x for x, v in vals.items() if outlier(v, mid)}
+            if 2 * len(odd) >= len(vals):      # no majority to stand out from
+                odd = set()
+        main = [x for x in vals if x not in odd]
+        bl = [b for b in BACKINGS if any(x[0] == b for x in main)]
+        bl += sorted({x[0] for x in main} - set(bl))
+        out = [x for x in odd | set(missing) if x[0] in bl]
+        cond = "kernel=%s backing=%s" % (k, ",".join(bl))
+        if out:
+            cond += " except=" + ",".join("%s/%s" % x for x in sorted(out, key=self.cellorder))
+        a = agg if len(main) > 1 or agg == "count" else ""
+        txt = self.f(k, " ".join(x for x in (a, func, arg, cond, "fmt=" + fmt) if x))
+        if quiet:
+            return txt
+        notes = []
+        for b, w in sorted(odd, key=self.cellorder):
+            notes.append("%s: %s" % (self.label(b, w, len(backs) > 1), self.f(
+                k, "%s %s kernel=%s backing=%s workload=%s fmt=%s" % (func, arg, k, b, w, fmt))))
+        for b, w in sorted(missing, key=self.cellorder):
+            notes.append("%s: no `%s` cell" % (self.label(b, w, len(backs) > 1),
+                                               arg.split("/")[1] if "/" in arg else arg))
+        return txt + (" (except " + "; ".join(notes) + ")" if notes else "")
+
+    def count(self, k, func, arg, backs, word):
+        """How many cells of kernel k on BACKS have verdict/setting WORD."""
+        ta = arg.split("/")[0]
+        cand = fig_cells(self.cells, {"kernel": [k], "backing": backs}, ta)
+        out = []
+        for _, b, w in cand:
+            try:
+                fig_value(self.cells, func, arg, k, b, w)
+            except FigError:
+                out.append((b, w))
+        bl = [b for b in backs if any(x[1] == b and x[1:] not in out for x in cand)]
+        if not bl:
+            return None
+        cond = "kernel=%s backing=%s" % (k, ",".join(bl))
+        out = [x for x in out if x[0] in bl]
+        if out:
+            cond += " except=" + ",".join("%s/%s" % x for x in out)
+        return self.f(k, "count %s %s %s is=%s fmt=.0" % (func, arg, cond, word))
+
+    def tally(self, k, arg, backs):
+        v = [self.count(k, "verdict", arg, backs, w) for w in ("ahead", "tie", "behind")]
+        return None if None in v else "%s ahead, %s tie, %s behind" % tuple(v)
+
+    @staticmethod
+    def cellorder(x):
+        b, w = x
+        return (BACKINGS.index(b) if b in BACKINGS else 99,
+                WORKLOADS.index(w) if w in WORKLOADS else 99)
+
+    @staticmethod
+    def label(b, w, with_backing):
+        return ("`%s` " % b if with_backing else "") + "`%s`" % SHORT.get(w, w)
+
+
+def rel_out(v, mid):
+    return abs(v / mid - 1.0) > RATIO_OUTLIER if mid else False
+
+
+def abs_out(v, mid):
+    return abs(v - mid) > CTXSW_OUTLIER
+
+
+def doc_header(ds, k):
+    run = ds.run[k]
+    m = ds.meta[run]
+    krel = next((c.get("krel") for c in ds.cells.values() if c["kernel"] == k and
+                 c.get("krel")), "")
+    method = m.get("method") or m.get("timing", "")
+    return ["### Linux %s%s" % (k, " (`%s`)" % krel if krel else ""), "",
+            "Set [`%s`](results/%s/) (its results.md has every cell, the missing ones "
+            "with their reason): revision `%s`, date `%s`, method `%s`." % (
+                run, run, (m.get("revision") or "")[:12], m.get("date", ""), method), ""]
+
+
+def doc_full(ds):
+    out = ["Every figure below is followed by a marker that `bench/report.py --check-docs` "
+           "recomputes from the set it names. Guest instructions, not wall-clock time: "
+           "TCG with icount on one vCPU, medians of the runs of each cell (see "
+           "[Method](#method)); it leaves out the cache and TLB cost of a context switch "
+           "(hence the context switches per I/O below) and contention between CPUs. A "
+           "range is the lowest and highest figure over the cells named; a cell more than "
+           "%d%% from its group's median (%s context switch per I/O for the context-switch "
+           "figures) is named beside it with its own figure. Verdicts are results.md's: "
+           "`tie` when the ratio's interval includes 1.0 or the ratio is within the two "
+           "cells' spreads or the cross-boot bound." % (round(100 * RATIO_OUTLIER),
+                                                       "half a" if CTXSW_OUTLIER == 0.5
+                                                       else CTXSW_OUTLIER), ""]
+    for k in ds.kernels:
+        out += doc_header(ds, k)
+        out += doc_stacking(ds, k)
+        out += doc_loop(ds, k)
+        out += doc_ctxsw(ds, k)
+        out += doc_512(ds, k)
+    return out
+
+
+def doc_stacking(ds, k):
+    backs = ds.backs(k, "dm-linear", BLOCK_BACKINGS)
+    if not backs:
+        return []
+    out = ["**loopmq against the kernel's stackings on block devices**: IOPS over "
+           "dm-linear (bio-based: a bio clone and a remap, the cheapest stacking) and over "
+           "dm-mpath-rq (request-based dm: a request and its clone, the request-based "
+           "floor) on the same device, over the workloads measured on it.", "",
+           "| backing | loopmq mode | / dm-linear | / dm-mpath-rq | vs dm-mpath-rq |",
+           "| --- | --- | --- | --- | --- |"]
+    for b in backs:
+        mp = ds.has(k, "dm-mpath-rq", b)
+        for m in ds.modes:
+            t = "loopmq:" + m
+            if not ds.has(k, t, b):
+                continue
+            lin = ds.span(k, "ratio", t + "/dm-linear", [b], ".1%", rel_out) or "not measured"
+            if mp:
+                rq = ds.span(k, "ratio", t + "/dm-mpath-rq", [b], ".1%", rel_out)
+                v = ds.tally(k, t + "/dm-mpath-rq", [b])
+            else:
+                rq = "not measured" + (" (brd is bio-based: request-based dm refuses it)"
+                                       if b == "ram" else "")
+                v = ""
+            out.append("| `%s` | `%s` | %s | %s | %s |" % (b, m, lin, rq, v or ""))
+    return out + [""]
+
+
+def doc_loop(ds, k):
+    backs = ds.backs(k, "loop:dio-on", BACKINGS) or ds.backs(k, "loop:dio-off", BACKINGS)
+    if not backs:
+        return []
+    out = ["**loopmq against stock loop at its better setting** (dio-on or dio-off, per "
+           "cell: the count says which) and against the backing itself (fio directly on "
+           "the device or file), loopmq `auto`; on the sparse and reflinked images also "
+           "loopmq attached with direct I/O off.", "",
+           "| backing | loopmq | stock loop's better setting | / loop best: median | "
+           "range | verdicts | / backing |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    one = []
+    for b in backs:
+        for t in ("loopmq:auto", "loopmq-dio-off:auto"):
+            if not ds.has(k, t, b):
+                continue
+            setting = "%s dio-on, %s dio-off" % (ds.count(k, "setting", "loop:best", [b], "dio-on"),
+                                  ds.count(k, "setting", "loop:best", [b], "dio-off"))
+            for w in WORKLOADS:
+                if t == "loopmq:auto" and ds.has(k, t, b, w) and \
+                        bool(ds.has(k, "loop:dio-on", b, w)) != bool(ds.has(k, "loop:dio-off", b, w)):
+                    one.append(DocSet.label(b, w, True))
+            out.append("| `%s` | `%s` | %s | %s | %s | %s | %s |" % (
+                b, "auto" if t == "loopmq:auto" else "auto`, `dio-off", setting,
+                ds.span(k, "ratio", t + "/loop:best", [b], ".2x", agg="median", quiet=True),
+                ds.span(k, "ratio", t + "/loop:best", [b], ".2x"),
+                ds.tally(k, t + "/loop:best", [b]),
+                ds.span(k, "ratio", t + "/backing", [b], ".1%") if b != "null_blk" else ""))
+    out.append("")
+    if one:
+        out += ["Stock loop was measured with one setting only in %s: there its ratio is to "
+                "that setting." % ", ".join(one), ""]
+    rows = []
+    for m in ds.modes:
+        t = "loopmq:" + m
+        bl = [b for b in backs if ds.has(k, t, b)]
+        med = ds.span(k, "ratio", t + "/loop:best", bl, ".2x", agg="median", quiet=True)
+        if med:
+            rows.append("| `%s` | %s | %s | %s | %s |" % (
+                m, ds.span(k, "ratio", t + "/loop:best", bl, ".0", agg="count", quiet=True),
+                med, ds.span(k, "ratio", t + "/loop:best", bl, ".2x"),
+                ds.tally(k, t + "/loop:best", bl)))
+    if rows:
+        out += ["Every backing, each mode (attached with direct I/O on), over stock loop's "
+                "better setting:", "", "| loopmq mode | cells | median | range | verdicts |",
+                "| --- | --- | --- | --- | --- |"] + rows + [""]
+    return out
+
+
+def doc_ctxsw(ds, k):
+    rows = []
+    for t, what in [("backing", "the backing itself"), ("loop:dio-on", "stock loop dio-on"),
+                    ("loop:dio-off", "stock loop dio-off")] + \
+            [("loopmq:" + m, "loopmq `%s`" % m) for m in ds.modes]:
+        bl = ds.backs(k, t, BACKINGS)
+        if not bl:
+            continue
+        sw = ds.span(k, "ctxsw", t, bl, ".3", abs_out)
+        kt = ds.span(k, "kctxsw", t, bl, ".3", abs_out) if t.startswith("loopmq") else ""
+        rows.append("| %s | %s | %s |" % (what, sw, kt or ""))
+    if not rows:
+        return []
+    return ["**Context switches per I/O** (system-wide, and the loopmq kthread's own), "
+            "over every backing measured; each inline mode against the kthread:", "",
+            "| target | system-wide | loopmq kthread |", "| --- | --- | --- |"] + rows + [""]
+
+
+def doc_512(ds, k):
+    w = "randwrite-512-sync-qd1"
+    if not (ds.has(k, "loopmq:auto", "ram", w) and ds.has(k, "dm-linear", "ram", w)):
+        return []
+
+    def fig(expr, b):
+        try:
+            return ds.f(k, "%s kernel=%s backing=%s workload=%s" % (expr.split(" fmt=")[0], k, b, w)
+                        + " fmt=" + expr.split(" fmt=")[1])
+        except FigError:
+            return None
+
+    def val(func, arg, b):
+        try:
+            return fig_value(ds.cells, func, arg, k, b, w)
+        except FigError:
+            return None
+    out = ["**512 B sync writes (`%s`) on brd (`ram`, bio-based) and on `nullb-mem` "
+           "(null_blk with memory, blk-mq)**: IOPS of the device, each stacking over "
+           "dm-linear, and context switches per I/O." % SHORT[w], "",
+           "| backing | device IOPS | dm-linear / device | dm-mpath-rq / dm-linear | loopmq "
+           "`auto` / dm-linear | loopmq `auto` / dm-mpath-rq | ctxsw/IO: device, dm-linear, "
+           "dm-mpath-rq, loopmq `auto` |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for b in ("ram", "nullb-mem"):
+        if not ds.has(k, "dm-linear", b, w):
+            continue
+        na = "not measured"
+        out.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+            b, fig("iops backing fmt=.1K", b) or na,
+            fig("ratio dm-linear/backing fmt=.1%", b) or na,
+            fig("ratio dm-mpath-rq/dm-linear fmt=.1%", b) or na,
+            fig("ratio loopmq:auto/dm-linear fmt=.1%", b) or na,
+            fig("ratio loopmq:auto/dm-mpath-rq fmt=.1%", b) or na,
+            ", ".join(fig("ctxsw %s fmt=.3" % t, b) or "-" for t in
+                      ("backing", "dm-linear", "dm-mpath-rq", "loopmq:auto"))))
+    out.append("")
+    low = 0.75
+    r_ram = val("ratio", "loopmq:auto/dm-linear", "ram")
+    r_nb = val("ratio", "loopmq:auto/dm-linear", "nullb-mem")
+    mp = val("ratio", "dm-mpath-rq/dm-linear", "nullb-mem")
+    v_mp = None
+    try:
+        v_mp = fig_value(ds.cells, "verdict", "loopmq:auto/dm-mpath-rq", k, "nullb-mem", w)
+    except FigError:
+        pass
+    if r_ram >= low:
+        s = ("On brd loopmq `auto` is not far behind dm-linear here (at least %d%% of it): "
+             "this kernel has no low 512 B cell." % round(100 * low))
+    elif r_nb is None or mp is None:
+        s = ("loopmq `auto` is below %d%% of dm-linear on brd; without dm-mpath-rq on "
+             "`nullb-mem` this set cannot say whether any request-based driver pays the "
+             "same." % round(100 * low))
+    elif mp < low:
+        s = ("loopmq `auto` is below %d%% of dm-linear on brd, and request-based dm is below "
+             "it too on `nullb-mem`: the low ratio is any request-based driver's, not "
+             "loopmq's%s." % (round(100 * low), {"ahead": " (loopmq is ahead of request-based "
+                                                   "dm there)", "tie": " (loopmq ties with "
+                                                   "request-based dm there)",
+                                                   "behind": " (though loopmq is behind "
+                                                   "request-based dm there)"}.get(v_mp, "")))
+    elif r_nb >= low:
+        s = ("loopmq `auto` is below %d%% of dm-linear on brd but not on `nullb-mem`: there "
+             "the device below is blk-mq too, and dm-linear and request-based dm pay the "
+             "same cost, so the low ratio on brd is that of a blk-mq request under a 512 B "
+             "sync write, not of loopmq's remap." % round(100 * low))
+    else:
+        s = ("loopmq `auto` is below %d%% of dm-linear on brd and on `nullb-mem`, where "
+             "request-based dm is not: the low ratio is loopmq's own." % round(100 * low))
+    return out + [s, ""]
+
+
+def doc_short(ds):
+    out = []
+    for k in ds.kernels:
+        parts = []
+        if ds.has(k, "dm-linear", "ram"):
+            parts.append("%s of dm-linear on a RAM disk" % ds.span(
+                k, "ratio", "loopmq:auto/dm-linear", ["ram"], ".1%", rel_out))
+        if ds.has(k, "dm-mpath-rq", "nullb-mem"):
+            parts.append("%s of request-based dm on null_blk with memory (%s)" % (
+                ds.span(k, "ratio", "loopmq:auto/dm-mpath-rq", ["nullb-mem"], ".1%", rel_out),
+                ds.tally(k, "loopmq:auto/dm-mpath-rq", ["nullb-mem"])))
+        bl = ds.backs(k, "loopmq:auto", BACKINGS)
+        med = ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".2x", agg="median", quiet=True)
+        if med:
+            parts.append("a median %s stock loop at its better setting, range %s over %s "
+                         "cells (%s)" % (
+                             med, ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".2x"),
+                             ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".0",
+                                     agg="count", quiet=True),
+                             ds.tally(k, "loopmq:auto/loop:best", bl)))
+        if parts:
+            out.append("- Linux %s (set [`%s`](docs/results/%s/)): loopmq `auto` at %s." % (
+                k, ds.run[k], ds.run[k], "; ".join(parts)))
+    if out:
+        out = ["In the published run (guest instructions under TCG icount on one vCPU, "
+               "medians; every figure marked and recomputed by `make check`; the details "
+               "and the method in docs/BENCHMARKS.md):", ""] + out
+    return out
+
+
+def doc_section(sets, short, into, root):
+    try:
+        ds = DocSet(sets, root)
+        lines = doc_short(ds) if short else doc_full(ds)
+    except FigError as e:
+        sys.stderr.write("report: %s\n" % e)
+        return 1
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    if not into:
+        sys.stdout.write(text)
+        return 0
+    doc = open(into).read()
+    for name, is_short in DOC_BLOCKS.items():
+        m = re.search(r"(<!-- %s:begin -->[^\n]*\n)(.*?)(<!-- %s:end -->)" % (name, name),
+                      doc, re.S)
+        if m:
+            break
+    else:
+        sys.stderr.write("report: %s has no <!-- NAME:begin --> ... <!-- NAME:end --> "
+                         "block (NAME: %s)\n" % (into, ", ".join(DOC_BLOCKS)))
+        return 1
+    if is_short != short:
+        try:
+            lines = doc_short(ds) if is_short else doc_full(ds)
+        except FigError as e:
+            sys.stderr.write("report: %s\n" % e)
+            return 1
+        text = "\n".join(lines).rstrip("\n") + "\n"
+    doc = doc[:m.start(2)] + text + doc[m.end(2):]
+    open(into, "w").write(doc)
+    print("report: %s: block %s written from %s" % (into, name, " ".join(ds.run[k] for k in
+                                                                         ds.kernels)))
+    return 0
+
 def merge_boots(cells, resdir, other):
     """Every cell measured in both boots gets the other boot's runs: its median,
     spread, intervals and verdicts then cover both (iops_runs_boots holds each
@@ -1362,10 +1767,26 @@ def main():
     ap.add_argument("--check-docs", action="store_true",
                     help="recompute every marked figure in the Markdown files given "
                          "(default README.md and docs/*.md) from its committed run")
+    ap.add_argument("--doc-section", action="store_true",
+                    help="the Current results section of docs/BENCHMARKS.md from the "
+                         "published sets given (docs/results/NAME, one per kernel or one "
+                         "with both), every figure marked; printed, or see --into")
+    ap.add_argument("--short", action="store_true",
+                    help="with --doc-section: README.md's performance summary instead")
+    ap.add_argument("--into", metavar="FILE.md",
+                    help="with --doc-section: replace the text between FILE's "
+                         "<!-- current-results:begin/end --> (the section) or "
+                         "<!-- performance-summary:begin/end --> (the summary) lines")
     ap.add_argument("--root", default=TOP, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.check_docs:
         return check_docs(a.results, os.path.abspath(a.root))
+    if a.doc_section:
+        if not a.results:
+            ap.error("--doc-section needs one or more published sets")
+        return doc_section(a.results, a.short, a.into, os.path.abspath(a.root))
+    if a.short or a.into:
+        ap.error("--short and --into go with --doc-section")
     if not a.results:
         ap.error("RESULTS_DIR is required")
     if a.summary:
