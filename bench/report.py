@@ -17,7 +17,8 @@ intervals and verdicts, and writes bench.json, results.md and
 iops-vs-backing*.png.  With --publish, copies those and meta.txt into
 docs/results/<date>-<shortrev>/ (or DEST).  With --compare, prints how far
 every cell's median moved between two results and each cell's spread over
-both.  --check-docs: see docs/BENCHMARKS.md, "Figures in the documents".
+both.  --check-docs and --doc-section: see docs/BENCHMARKS.md, "Result sets
+and figures in the documents".
 """
 import argparse
 import colorsys
@@ -917,10 +918,10 @@ def compare(a, b):
     """Print how far the medians of two results (two boots) moved, and each
     cell's cross-boot spread: (max - min) / median over the runs of both."""
     ca, cb = load_any(a), load_any(b)
-    # docs/BENCHMARKS.md, "Reproducibility": across boots, single-job cells
-    # without a thread hop repeat within 0.15% (bench/run), cells whose I/O
-    # hops to another thread (ctxsw/IO >= 0.5) or with several jobs within
-    # 1.5-3%.  The bounds below, 1% and 3%, leave room above that.
+    # docs/BENCHMARKS.md, Method, "Noise, intervals and verdicts": across
+    # boots a single-job cell without a thread hop is expected to move by
+    # well under 1%, a cell whose I/O hops to another thread (ctxsw/IO >= 0.5)
+    # or with several jobs by more; the bounds below are 1% and 3%.
     worst = {"single": 0.0, "multi": 0.0}
     wspread = {"single": 0.0, "multi": 0.0}
     n = {"single": 0, "multi": 0}
