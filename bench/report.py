@@ -1428,6 +1428,12 @@ class DocSet:
         v = [self.count(k, "verdict", arg, backs, w) for w in ("ahead", "tie", "behind")]
         return None if None in v else "%s ahead, %s tie, %s behind" % tuple(v)
 
+    def one_setting(self, k, backs):
+        """The cells of loopmq auto on BACKS where stock loop ran with one setting only."""
+        return [self.label(b, w, True) for b in backs for w in WORKLOADS
+                if self.has(k, "loopmq:auto", b, w) and
+                self.has(k, "loop:dio-on", b, w) != self.has(k, "loop:dio-off", b, w)]
+
     @staticmethod
     def cellorder(x):
         b, w = x
@@ -1453,10 +1459,15 @@ def doc_header(ds, k):
     krel = next((c.get("krel") for c in ds.cells.values() if c["kernel"] == k and
                  c.get("krel")), "")
     method = m.get("method") or m.get("timing", "")
+    mine = [c for c in ds.cells.values() if c["kernel"] == k and c.get("ok")]
+    backs = [b for b in BACKINGS if any(c["backing"] == b for c in mine)]
+    wls = [w for w in WORKLOADS if any(c["workload"] == w for c in mine)]
     return ["### Linux %s%s" % (k, " (`%s`)" % krel if krel else ""), "",
             "Set [`%s`](results/%s/) (its results.md has every cell, the missing ones "
-            "with their reason): revision `%s`, date `%s`, method `%s`." % (
-                run, run, (m.get("revision") or "")[:12], m.get("date", ""), method), ""]
+            "with their reason): revision `%s`, date `%s`, method `%s`. Backings measured: "
+            "%s; workloads: %s." % (
+                run, run, (m.get("revision") or "")[:12], m.get("date", ""), method,
+                ", ".join("`%s`" % b for b in backs), ", ".join("`%s`" % w for w in wls)), ""]
 
 
 def doc_full(ds):
@@ -1526,10 +1537,8 @@ def doc_loop(ds, k):
                 continue
             setting = "%s dio-on, %s dio-off" % (ds.count(k, "setting", "loop:best", [b], "dio-on"),
                                   ds.count(k, "setting", "loop:best", [b], "dio-off"))
-            for w in WORKLOADS:
-                if t == "loopmq:auto" and ds.has(k, t, b, w) and \
-                        bool(ds.has(k, "loop:dio-on", b, w)) != bool(ds.has(k, "loop:dio-off", b, w)):
-                    one.append(DocSet.label(b, w, True))
+            if t == "loopmq:auto":
+                one += ds.one_setting(k, [b])
             out.append("| `%s` | `%s` | %s | %s | %s | %s | %s |" % (
                 b, "auto" if t == "loopmq:auto" else "auto`, `dio-off", setting,
                 ds.span(k, "ratio", t + "/loop:best", [b], ".2x", agg="median", quiet=True),
@@ -1659,20 +1668,32 @@ def doc_short(ds):
                 ds.tally(k, "loopmq:auto/dm-mpath-rq", ["nullb-mem"])))
         bl = ds.backs(k, "loopmq:auto", BACKINGS)
         med = ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".2x", agg="median", quiet=True)
+        one = ds.one_setting(k, bl)
         if med:
-            parts.append("a median %s stock loop at its better setting, range %s over %s "
+            parts.append("a median %s stock loop at its better setting%s, range %s over %s "
                          "cells (%s)" % (
-                             med, ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".2x"),
+                             med, " (where both were measured; with one setting only in %s)"
+                             % ", ".join(one) if one else "",
+                             ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".2x"),
                              ds.span(k, "ratio", "loopmq:auto/loop:best", bl, ".0",
                                      agg="count", quiet=True),
                              ds.tally(k, "loopmq:auto/loop:best", bl)))
+        mine = [c for c in ds.cells.values() if c["kernel"] == k and c.get("ok")]
+        backs = [b for b in BACKINGS if any(c["backing"] == b for c in mine)]
+        wls = [w for w in WORKLOADS if any(c["workload"] == w for c in mine)]
+        part = ""
+        if set(BACKINGS) - set(backs) - ({"tmpfs-file"} if k == "6.1" else set()):
+            part = ", a part of the matrix: %s; %s" % (
+                ", ".join("`%s`" % b for b in backs),
+                ", ".join("`%s`" % SHORT.get(w, w) for w in wls))
         if parts:
-            out.append("- Linux %s (set [`%s`](docs/results/%s/)): loopmq `auto` at %s." % (
-                k, ds.run[k], ds.run[k], "; ".join(parts)))
+            out.append("- Linux %s (set [`%s`](docs/results/%s/)%s): loopmq `auto` at %s." % (
+                k, ds.run[k], ds.run[k], part, "; ".join(parts)))
     if out:
-        out = ["In the published run (guest instructions under TCG icount on one vCPU, "
-               "medians; every figure marked and recomputed by `make check`; the details "
-               "and the method in docs/BENCHMARKS.md):", ""] + out
+        out = ["Measured (guest instructions under TCG icount on one vCPU, medians of the "
+               "runs; every figure marked and recomputed by `make check`; the method, the "
+               "other backings and the details in docs/BENCHMARKS.md, *Current results*):",
+               ""] + out
     return out
 
 
