@@ -1317,7 +1317,7 @@ DOC_BLOCKS = {"current-results": False, "performance-summary": True}
 # A dm ratio more than this far (relative) from the median of its group is
 # named as an exception, not hidden in a range; a context-switch figure more
 # than CTXSW_OUTLIER switches per I/O from its group's median likewise.
-RATIO_OUTLIER = 0.10
+RATIO_OUTLIER = 0.05
 CTXSW_OUTLIER = 0.5
 FILE_BACKINGS = ["xfs-file", "ext4-file", "tmpfs-file", "xfs-sparse", "xfs-reflink",
                  "xfs-pinned", "ext4-pinned"]
