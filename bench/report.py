@@ -1319,6 +1319,9 @@ DOC_BLOCKS = {"current-results": False, "performance-summary": True}
 # than CTXSW_OUTLIER switches per I/O from its group's median likewise.
 RATIO_OUTLIER = 0.05
 CTXSW_OUTLIER = 0.5
+# The 512 B sync-write cell: loopmq below this share of dm-linear on brd is
+# "low", and the sentence under its table says whose the low ratio is.
+LOW_512_PCT = 75
 FILE_BACKINGS = ["xfs-file", "ext4-file", "tmpfs-file", "xfs-sparse", "xfs-reflink",
                  "xfs-pinned", "ext4-pinned"]
 
@@ -1480,7 +1483,7 @@ def doc_full(ds):
            "%d%% from its group's median (%s context switch per I/O for the context-switch "
            "figures) is named beside it with its own figure. Verdicts are results.md's: "
            "`tie` when the ratio's interval includes 1.0 or the ratio is within the two "
-           "cells' spreads or the cross-boot bound." % (round(100 * RATIO_OUTLIER),
+           "cells' spreads or the cross-boot bound." % (int(100 * RATIO_OUTLIER + 0.5),
                                                        "half a" if CTXSW_OUTLIER == 0.5
                                                        else CTXSW_OUTLIER), ""]
     for k in ds.kernels:
@@ -1620,7 +1623,7 @@ def doc_512(ds, k):
             ", ".join(fig("ctxsw %s fmt=.3" % t, b) or "-" for t in
                       ("backing", "dm-linear", "dm-mpath-rq", "loopmq:auto"))))
     out.append("")
-    low = 0.75
+    low = LOW_512_PCT / 100.0
     r_ram = val("ratio", "loopmq:auto/dm-linear", "ram")
     r_nb = val("ratio", "loopmq:auto/dm-linear", "nullb-mem")
     mp = val("ratio", "dm-mpath-rq/dm-linear", "nullb-mem")
@@ -1631,27 +1634,35 @@ def doc_512(ds, k):
         pass
     if r_ram >= low:
         s = ("On brd loopmq `auto` is not far behind dm-linear here (at least %d%% of it): "
-             "this kernel has no low 512 B cell." % round(100 * low))
+             "this kernel has no low 512 B cell." % LOW_512_PCT)
     elif r_nb is None or mp is None:
         s = ("loopmq `auto` is below %d%% of dm-linear on brd; without dm-mpath-rq on "
              "`nullb-mem` this set cannot say whether any request-based driver pays the "
-             "same." % round(100 * low))
+             "same." % LOW_512_PCT)
     elif mp < low:
         s = ("loopmq `auto` is below %d%% of dm-linear on brd, and request-based dm is below "
              "it too on `nullb-mem`: the low ratio is any request-based driver's, not "
-             "loopmq's%s." % (round(100 * low), {"ahead": " (loopmq is ahead of request-based "
+             "loopmq's%s." % (LOW_512_PCT, {"ahead": " (loopmq is ahead of request-based "
                                                    "dm there)", "tie": " (loopmq ties with "
                                                    "request-based dm there)",
                                                    "behind": " (though loopmq is behind "
                                                    "request-based dm there)"}.get(v_mp, "")))
     elif r_nb >= low:
-        s = ("loopmq `auto` is below %d%% of dm-linear on brd but not on `nullb-mem`: there "
-             "the device below is blk-mq too, and dm-linear and request-based dm pay the "
-             "same cost, so the low ratio on brd is that of a blk-mq request under a 512 B "
-             "sync write, not of loopmq's remap." % round(100 * low))
+        s = ("loopmq `auto` is below %d%% of dm-linear on brd but not on `nullb-mem`, where "
+             "the device below is blk-mq too and request-based dm is not below it either: "
+             "the low ratio on brd comes with putting a blk-mq request over a bio-based "
+             "device, which request-based dm cannot do at all, not with loopmq's remap." %
+             LOW_512_PCT)
     else:
         s = ("loopmq `auto` is below %d%% of dm-linear on brd and on `nullb-mem`, where "
-             "request-based dm is not: the low ratio is loopmq's own." % round(100 * low))
+             "request-based dm is not: the low ratio is loopmq's own." % LOW_512_PCT)
+    sw = val("ctxsw", "loopmq:auto", "ram")
+    sb = val("ctxsw", "backing", "ram")
+    if r_ram < low and sw is not None and sb is not None and sw - sb >= 0.5:
+        s += (" On brd loopmq `auto` switches context %s times per I/O, brd itself %s: the "
+              "512 B sync write does not stay in the writer's context once a blk-mq queue "
+              "is under it." % (fig("ctxsw loopmq:auto fmt=.3", "ram"),
+                                fig("ctxsw backing fmt=.3", "ram")))
     return out + [s, ""]
 
 
