@@ -6,7 +6,9 @@
 #   backing: file on ext4 (/dev/vda), file on xfs (/dev/vda), a raw block
 #            device (brd /dev/ram0, through the remap path) -- all with
 #            direct I/O on -- and a buffered file on tmpfs;
-#   logical block size 512 and 4096 (LOOP_CONFIGURE block_size).
+#   logical block size 512 and 4096 (LOOP_CONFIGURE block_size), one per
+#   mode and backing on each kernel, the other on the other kernel (see
+#   backings(); LMQ_LBS_ALL=1 runs both everywhere).
 # Every cell must finish with no fio error and no verify mismatch, the
 # backing must hold at each offset what the device reads there, and the
 # device must report the requested block size and dio state.  A cell writes
@@ -65,13 +67,25 @@ cell() {	# cell MODE BACKING-PATH DIO LBS TAG
 	is "$(lmq-ioctl clr-fd $D)" OK "$tag: LOOP_CLR_FD"
 }
 
-backings() {	# run every mode x lbs on one backing
-	local tag=$1 b=$2 dio=$3 mode lbs
+# Each mode on each backing at one logical block size, 512 and 4096 in
+# turn: on one kernel every backing and every mode sees both sizes, and
+# the other kernel (the parity of its minor version) takes the other size
+# of each pair, so 6.1 and 6.12 together cover mode x backing x size.
+# LMQ_LBS_ALL=1 runs both sizes in every cell.
+par=$(( $(uname -r | cut -d. -f2) % 2 )) nb=0
+backings() {	# run every mode on one backing, lbs in turn
+	local tag=$1 b=$2 dio=$3 mode lbs i=0
 	for mode in $LMQ_MODES; do
-		for lbs in 512 4096; do
+		if [ "${LMQ_LBS_ALL:-0}" = 1 ]; then
+			for lbs in 512 4096; do cell $mode $b $dio $lbs $tag; done
+		else
+			lbs=512
+			[ $(( (i + nb + par) % 2 )) = 1 ] && lbs=4096
 			cell $mode $b $dio $lbs $tag
-		done
+		fi
+		i=$((i + 1))
 	done
+	nb=$((nb + 1))
 }
 
 if mkfs.ext4 -q -F /dev/vda && mount /dev/vda $M && truncate -s 24M $M/img; then

@@ -20,7 +20,7 @@ requires() {
 . /tests/lib/guest.sh
 
 M=/mnt/t51 W=/tmp/t51
-RT=${RACE_SECONDS:-8}		# fio runtime per mode
+RT=${RACE_SECONDS:-$((LMQ_SLOW ? 4 : 6))}	# fio runtime per mode (debug: ~10x slower)
 mkdir -p $M $W
 # ext4 on the scratch disk: direct I/O to the backing file works on 6.1 too
 mkfs.ext4 -q -F /dev/vda >/dev/null && mount /dev/vda $M || { fail "ext4 on /dev/vda"; stop_testing; }

@@ -56,7 +56,7 @@ grep -q '(full)' $PRE 2>/dev/null && full=1
 if [ -n "$full" ]; then
 	T=150 T2=150 HITS=10 HITS2=2
 elif [ "$LMQ_SLOW" = 1 ]; then	# debug kernel: see above
-	T=${RACE_SECONDS:-90} T2=4 HITS=0 HITS2=0
+	T=${RACE_SECONDS:-45} T2=4 HITS=0 HITS2=0
 else
 	T=${RACE_SECONDS:-30} T2=6 HITS=0 HITS2=0
 fi

@@ -256,7 +256,7 @@ run_cell() {
 	# backing file's page cache, the second sync writes that back)
 	sync; sync
 	dms message plLW 0 mark setup || { cell_bad=1 cell_why="mark failed"; return; }
-	args=(-s "$wseed" -n 150 -L plLW -d $UP/d -l $W/wlog)
+	args=(-s "$wseed" -n 100 -L plLW -d $UP/d -l $W/wlog)
 	[ "$io" = direct ] && args+=(-D)
 	[ "$control" = emulated ] && args+=(-x)
 	if ! run writer.log lmq-plwriter write "${args[@]}"; then

@@ -3,12 +3,15 @@
  * lmq-scale: create, attach, detach and remove N loop / loopmq devices and
  * time every operation.
  *
- * Usage: lmq-scale CTL PREFIX FIRST N FILE
+ * Usage: lmq-scale CTL PREFIX FIRST N FILE [JOBS]
  *   CTL     control node (/dev/loopmq-control)
  *   PREFIX  device node prefix (/dev/loopmq)
  *   FIRST   first index to create (indexes FIRST .. FIRST+N-1 must be free)
  *   N       number of devices
  *   FILE    backing file (every device is attached to it)
+ *   JOBS    processes sharing each phase (default 1): device i is done by
+ *           process i % JOBS, so the RCU grace periods a detach and a
+ *           remove wait for overlap instead of adding up
  *
  * Phases: add (LOOP_CTL_ADD i), attach (open, LOOP_SET_FD, close),
  * detach (open, LOOP_CLR_FD, close), remove (LOOP_CTL_REMOVE i).  For each
@@ -26,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <linux/loop.h>
 
 static double now_us(void)
@@ -64,15 +69,46 @@ static void mem(const char *stage)
 enum { ADD, ATTACH, DETACH, REMOVE, NPHASE };
 static const char *const phase_name[NPHASE] = { "add", "attach", "detach", "remove" };
 
+/* one operation of phase P on device IDX: 0 or an errno */
+static int op(int p, int ctl_fd, int bfd, const char *prefix, int idx)
+{
+	char path[256];
+	long rc = -1;
+	int fd;
+
+	errno = 0;
+	snprintf(path, sizeof(path), "%s%d", prefix, idx);
+	switch (p) {
+	case ADD:
+		rc = ioctl(ctl_fd, LOOP_CTL_ADD, idx);
+		if (rc >= 0 && rc != idx)
+			rc = -1, errno = ERANGE;
+		break;
+	case ATTACH:
+	case DETACH:
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		rc = p == ATTACH ? ioctl(fd, LOOP_SET_FD, bfd) : ioctl(fd, LOOP_CLR_FD, 0);
+		close(fd);
+		break;
+	case REMOVE:
+		rc = ioctl(ctl_fd, LOOP_CTL_REMOVE, idx);
+		break;
+	}
+	return rc < 0 ? (errno ? errno : EIO) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ctl, *prefix, *file;
-	int first, n, i, p, ctl_fd, bfd, fd, bad = 0;
+	int first, n, i, p, j, jobs = 1, ctl_fd, bfd, bad = 0;
 	double *t, t0, total;
-	char path[256], stage[64];
+	int *err;
+	char stage[64];
 
-	if (argc != 6) {
-		fprintf(stderr, "usage: lmq-scale CTL PREFIX FIRST N FILE\n");
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: lmq-scale CTL PREFIX FIRST N FILE [JOBS]\n");
 		return 2;
 	}
 	ctl = argv[1];
@@ -80,12 +116,17 @@ int main(int argc, char **argv)
 	first = atoi(argv[3]);
 	n = atoi(argv[4]);
 	file = argv[5];
-	if (n < 1 || first < 0)
+	if (argc == 7)
+		jobs = atoi(argv[6]);
+	if (n < 1 || first < 0 || jobs < 1 || jobs > 64)
 		return 2;
-	t = calloc(n, sizeof(*t));
+	/* shared with the JOBS processes: each op's time and errno (0: ok) */
+	t = mmap(NULL, n * (sizeof(*t) + sizeof(*err)), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	err = (int *)(t + n);
 	ctl_fd = open(ctl, O_RDWR | O_CLOEXEC);
 	bfd = open(file, O_RDWR | O_CLOEXEC);
-	if (!t || ctl_fd < 0 || bfd < 0) {
+	if (t == MAP_FAILED || ctl_fd < 0 || bfd < 0) {
 		perror("lmq-scale: setup");
 		return 2;
 	}
@@ -96,39 +137,33 @@ int main(int argc, char **argv)
 		int k100 = n < 100 ? n : 100;
 
 		total = now_us();
-		for (i = 0; i < n; i++) {
-			long rc = -1;
+		for (j = 0; j < jobs; j++) {
+			pid_t pid = jobs > 1 ? fork() : 0;
 
-			snprintf(path, sizeof(path), "%s%d", prefix, first + i);
-			t0 = now_us();
-			switch (p) {
-			case ADD:
-				rc = ioctl(ctl_fd, LOOP_CTL_ADD, first + i);
-				if (rc >= 0 && rc != first + i)
-					rc = -1, errno = ERANGE;
-				break;
-			case ATTACH:
-			case DETACH:
-				fd = open(path, O_RDWR | O_CLOEXEC);
-				if (fd < 0)
-					break;
-				rc = p == ATTACH ? ioctl(fd, LOOP_SET_FD, bfd) : ioctl(fd, LOOP_CLR_FD, 0);
-				close(fd);
-				break;
-			case REMOVE:
-				rc = ioctl(ctl_fd, LOOP_CTL_REMOVE, first + i);
-				break;
+			if (pid < 0) {
+				perror("lmq-scale: fork");
+				return 2;
 			}
-			t[i] = now_us() - t0;
-			if (rc < 0) {
+			if (pid > 0)
+				continue;
+			for (i = j; i < n; i += jobs) {
+				t0 = now_us();
+				err[i] = op(p, ctl_fd, bfd, prefix, first + i);
+				t[i] = now_us() - t0;
+			}
+			if (jobs > 1)
+				_exit(0);
+		}
+		while (jobs > 1 && wait(NULL) > 0)
+			;
+		total = (now_us() - total) / 1000;
+		for (i = 0; i < n; i++) {
+			if (err[i]) {
 				if (!failed++)
-					firsterr = errno;
+					firsterr = err[i];
 			} else {
 				ok++;
 			}
-		}
-		total = (now_us() - total) / 1000;
-		for (i = 0; i < n; i++) {
 			if (i < k100)
 				f100 += t[i];
 			if (i >= n - k100)
