@@ -393,8 +393,9 @@ static void loopmq_limits_for_backing(struct loopmq_device *lo, unsigned int lbs
 	 * backing as they are: they must meet its DMA alignment.  Its size
 	 * limits are not stacked: the block layer splits a clone that
 	 * exceeds them, which costs less than a second request of ours
-	 * (with brd's 127.5 KiB, stacking took 256 KiB reads 10-18% down:
-	 * docs/BENCHMARKS.md, "The remap path on block devices").
+	 * (with brd's 127.5 KiB limit, stacking it made 256 KiB reads
+	 * slower, as measured when the remap path was written; the
+	 * current figures: docs/BENCHMARKS.md, "Current results").
 	 */
 	if (S_ISBLK(inode->i_mode))
 		l->dma_alignment = max(queue_dma_alignment(bdev_get_queue(I_BDEV(inode))),

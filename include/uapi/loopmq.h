@@ -70,6 +70,7 @@
 	X(WORKER,	"worker",	"blocking call from a workqueue worker") \
 	X(REQNOWAIT,	"reqnowait",	"blocking call for a REQ_NOWAIT request") \
 	X(FSIZE,	"fsize",	"write by a submitter with a file size limit") \
+	X(INTERRUPTED,	"interrupted",	"call interrupted by the submitter's signal") \
 	/* new entries above this line */
 
 #define __LOOPMQ_MODE_ENUM(id, name, help)	LOOPMQ_MODE_##id,
