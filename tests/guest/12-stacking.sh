@@ -88,7 +88,14 @@ for mode in $LMQ_MODES; do
 		done
 		[ $(($(ran_from_queue_rq 0) + $(ran_from_queue_rq 1) + $(ran_from_queue_rq 2))) -gt 0 ] &&
 			pass "$mode: some level ran requests from queue_rq" ||
-			fail "$mode: no level ran anything from queue_rq" ;;
+			fail "$mode: no level ran anything from queue_rq"
+		# the top file system's tasks submit with a journal handle
+		# (ext4 reads bitmaps and writes inside a transaction): the
+		# top device must not run those into the file system below,
+		# whose own journal would take the handle as its own
+		fj=$(st 2 fb_journal)
+		check "$mode: requests submitted with a journal handle fell back (top level fb_journal=$fj)" \
+			test "${fj:-0}" -gt 0 ;;
 	esac
 done
 umount $M/s3 && $LOSETUP -d $D2 && umount $M/s2 && $LOSETUP -d $D1 && umount $M/s1 &&

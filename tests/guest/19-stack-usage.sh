@@ -52,5 +52,28 @@ for mode in direct aio; do
 	run xfs off $mode
 	run raw on $mode
 done
+
+# The guard itself: with stack_reserve at the whole stack no call has that
+# much left, so nothing may run inline; every request the submitter would
+# have run falls back for the stack (fb_stack) and goes to the kthread
+P=/sys/module/loopmq/parameters/stack_reserve
+tsz=$(awk '$1 == "thread_size" { print $2 }' /sys/block/${LMQ_NAME}0/loopmq/stack)
+f=$(lmq_backing ext4 64M) && losetup --direct-io=on $(lmq_dev 0) "$f" ||
+	{ fail "stack guard: attach"; stop_testing; }
+echo direct >$(lmq_sys 0)/loopmq/mode
+echo 0 >$(lmq_sys 0)/loopmq/stats
+if echo "$tsz" >$P; then
+	fio --name=sg --filename=$(lmq_dev 0) --direct=1 --rw=randrw --bs=4k --ioengine=psync \
+	    --size=4M --io_size=2M --output=/dev/null --eta=never || fail "stack guard: fio"
+	echo "$reserve" >$P
+	is "$(lmq_stat 0 inline)" 0 "stack_reserve=$tsz (the whole stack): nothing ran inline"
+	fbs=$(lmq_stat 0 fb_stack)
+	check "stack_reserve=$tsz: the requests fell back for the stack (fb_stack=$fbs)" \
+		test "${fbs:-0}" -gt 0
+else
+	fail "stack_reserve=$tsz refused"
+fi
+is "$(cat $P)" "$reserve" "stack_reserve restored"
+losetup -d $(lmq_dev 0)
 lmq_cleanup
 done_testing
