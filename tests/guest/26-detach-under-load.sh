@@ -82,6 +82,24 @@ for mode in $LMQ_MODES; do
 
 done
 
+# The sole opener's detach: from LOOP_CLR_FD until its close unbinds the
+# device, it is running down and an open is refused (ENXIO), as the stock
+# driver does since 6.11; an open let in would hold the unbind back.
+rm -f $W/img; truncate -s 16M $W/img
+if $LOSETUP $D $W/img; then
+	kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
+	r=$(lmq-ioctl clr-fd-reopen $D)
+	if lmq_is_mq || [ "$kv" -ge 611 ]; then
+		is "$r" "OK ENXIO" "LOOP_CLR_FD by the sole opener: an open before its close is refused"
+	else
+		diag "stock driver before 6.11 (unbinds in the ioctl): LOOP_CLR_FD, open: $r"
+	fi
+	lmq_wait_gone $S/loop/backing_file 30 && pass "unbound once the sole opener closed it" ||
+		fail "still bound after the sole opener's LOOP_CLR_FD and close"
+else
+	fail "attach for the sole opener's detach"
+fi
+
 # A detach racing mode switches (loopmq only): the switches cycle through
 # every mode themselves, so this runs once, not once per mode above.
 if lmq_is_mq; then

@@ -11,6 +11,9 @@
  *                      call (an opener that calls later: a race's window)
  *   set-fd DEV FILE             LOOP_SET_FD
  *   clr-fd DEV                  LOOP_CLR_FD
+ *   clr-fd-reopen DEV           LOOP_CLR_FD, then, the descriptor still
+ *                               open, open(2) DEV again: prints the
+ *                               ioctl's word and the open's ("OK ENXIO")
  *   get-status DEV              LOOP_GET_STATUS64; on success also prints
  *                               "offset=N sizelimit=N flags=N number=N file=S"
  *   set-status DEV OFF LIMIT FLAGS    LOOP_SET_STATUS64 (after GET_STATUS64)
@@ -240,6 +243,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "clr-fd") && argc == 3)
 		return result(ioctl(fd, LOOP_CLR_FD, 0));
+	if (!strcmp(cmd, "clr-fd-reopen") && argc == 3) {
+		int fd2;
+
+		rc = ioctl(fd, LOOP_CLR_FD, 0);
+		printf("%s ", rc < 0 ? errname(errno) : "OK");
+		fd2 = open(dev, oflags);
+		printf("%s\n", fd2 < 0 ? errname(errno) : "OK");
+		if (fd2 >= 0)
+			close(fd2);
+		return 0;
+	}
 	if (!strcmp(cmd, "get-status") && argc == 3) {
 		memset(&info, 0, sizeof(info));
 		rc = ioctl(fd, LOOP_GET_STATUS64, &info);
