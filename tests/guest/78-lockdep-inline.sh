@@ -12,7 +12,9 @@
 # calls run with the submitter's locks held and lockdep sees the real
 # dependency chains: any report fails the run (panic_on_warn).  One
 # stacking per boot (see below).  Checks:
-# requests ran inline with locks held (fb_lockdep stays 0), no errors.
+# requests ran inline with locks held (fb_lockdep stays 0, and with the
+# guard turned on for one more case the same workload does fall back),
+# no errors.
 DESCRIPTION="lockdep sees the inline path with the guard off"
 requires() {
 	require_cmd lmq-ioctl lmq-stats fio
@@ -40,11 +42,14 @@ upper_cleanup() {
 # directory i_rwsem" the two stackings close a cycle of classes that no
 # two real stacks can close on instances (that would need a file system
 # backed, through the other, by itself: a backing cycle, refused).  So a
-# boot runs ext4 on loopmq over xfs (the everyday case: an ext4 image on
-# an xfs host), or the pair t78.pair=LOWER:UPPER on the kernel command
-# line names (T78_PAIR in the environment).
+# boot runs one pair: ext4 on loopmq over xfs (the everyday case: an ext4
+# image on an xfs host) on even days of the year, xfs over ext4 on odd
+# ones, so that make check covers both over two days; or the pair
+# t78.pair=LOWER:UPPER on the kernel command line names (T78_PAIR in the
+# environment).
 pair=${T78_PAIR:-$(sed -n 's/.*\bt78\.pair=\([a-z0-9]*:[a-z0-9]*\).*/\1/p' /proc/cmdline)}
-pair=${pair:-xfs:ext4}
+# by default xfs:ext4 on even days of the year, ext4:xfs on odd ones
+[ -n "$pair" ] || pair=$([ $((10#$(date +%j) % 2)) = 0 ] && echo xfs:ext4 || echo ext4:xfs)
 case $pair in
 ext4:xfs|xfs:ext4) ;;
 *) fail "t78.pair=$pair: want ext4:xfs or xfs:ext4"; stop_testing ;;
@@ -62,9 +67,16 @@ for pair in $pair; do
 	# mkfs to zero
 	size=64M
 	[ $upper = xfs ] && size=320M
-	for mode in direct auto; do
-		for dio in off on; do
+	# mode:dio:guard; the last case turns the guard on for the same
+	# workload, which must then send requests to the kthread: proof that
+	# the cases before it ran requests inline with the submitter's locks
+	# held (a guard that never fires would pass them too)
+	for cs in direct:off:N direct:on:N auto:off:N auto:on:N direct:on:Y; do
+		IFS=: read -r mode dio guard <<<"$cs"
+		{
 			c="$upper on loopmq ($mode, dio $dio) on $lower"
+			[ $guard = Y ] && c="$upper on loopmq ($mode, dio $dio, lockdep_guard=1) on $lower"
+			echo $guard >/sys/module/loopmq/parameters/lockdep_guard
 			rm -f $W/img
 			truncate -s $size $W/img &&
 				$LOSETUP --direct-io=$dio $D $W/img && lmq_mode 0 $mode ||
@@ -85,14 +97,21 @@ for pair in $pair; do
 			dd if=/dev/zero of=$U/big bs=64k count=64 2>/dev/null
 			sync
 			inl=$(($(lmq_stat 0 inline) + $(lmq_stat 0 aio_inline) + $(lmq_stat 0 aio_async)))
-			[ "$inl" -gt 0 ] && pass "$c: requests ran from queue_rq ($inl)" ||
-				fail "$c: nothing ran from queue_rq"
-			is "$(lmq_stat 0 fb_lockdep)" 0 "$c: no lockdep fallback"
+			if [ $guard = N ]; then
+				[ "$inl" -gt 0 ] && pass "$c: requests ran from queue_rq ($inl)" ||
+					fail "$c: nothing ran from queue_rq"
+				is "$(lmq_stat 0 fb_lockdep)" 0 "$c: no lockdep fallback"
+			else
+				fbl=$(lmq_stat 0 fb_lockdep)
+				check "$c: the guard sent requests with locks held to the kthread (fb_lockdep=$fbl)" \
+					[ "${fbl:-0}" -gt 0 ]
+			fi
 			is "$(lmq_stat 0 errors)" 0 "$c: no errors"
 			umount $U && $LOSETUP -d $D ||
 				{ fail "$c: teardown"; upper_cleanup; }
-		done
+		}
 	done
+	echo N >/sys/module/loopmq/parameters/lockdep_guard
 	umount $W || fail "umount $lower"
 done
 rmmod loopmq
