@@ -71,6 +71,21 @@ struct loopmq_pin {
 	struct loopmq_pin_ext	*ext;		/* sorted by pos */
 };
 
+/*
+ * Direct I/O "auto": which blocks of the device's range would make direct
+ * I/O costly (DOC: dio auto in loopmq_dio.c).
+ */
+struct loopmq_dio_map {
+	unsigned long	*map;		/* per block: costly for dio */
+	unsigned long	nbits;		/* blocks in the device's range */
+	unsigned int	shift;		/* a block is 1 << @shift bytes */
+	atomic_long_t	costly;		/* bits set now */
+	u64		bytes;		/* measured: the range, */
+	u64		holes;		/* ... its holes, */
+	u64		unwritten;	/* ... unwritten extents */
+	u64		shared;		/* ... and shared extents */
+};
+
 struct loopmq_device {
 	int			index;
 	struct gendisk		*disk;
@@ -87,6 +102,13 @@ struct loopmq_device {
 	loff_t			sizelimit;	/* protected by @mutex */
 	char			file_name[LO_NAME_SIZE]; /* protected by @mutex */
 	bool			want_dio;	/* protected by @mutex */
+	u8			dio_setting;	/* enum loopmq_dio_setting; @mutex */
+	u8			dio_reason;	/* enum loopmq_dio_reason; @mutex */
+	bool			dio_auto_want;	/* auto's last choice; @mutex */
+	unsigned int		dio_switches;	/* auto's switches; @mutex */
+	struct loopmq_dio_map	*dio_map;	/* auto's map: set frozen */
+	unsigned long		dio_pending;	/* bit 0: @dio_work queued */
+	struct work_struct	dio_work;	/* auto: switch */
 	gfp_t			old_gfp_mask;	/* protected by @mutex */
 	bool			discard_off;	/* backing can't punch holes */
 	bool			zeroes_off;	/* ... or zero ranges */
@@ -199,6 +221,7 @@ int loopmq_set_status(struct loopmq_device *lo,
 int loopmq_get_status(struct loopmq_device *lo,
 		      struct loop_info64 *info);
 int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg);
+int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting);
 int loopmq_set_block_size(struct loopmq_device *lo,
 			  blk_mode_t mode,
 			  struct block_device *bdev, unsigned long arg);
@@ -251,6 +274,16 @@ void loopmq_kiocb_done(struct loopmq_device *lo, struct request *rq, long ret,
 int loopmq_aio_submit(struct loopmq_device *lo, struct request *rq,
 		      bool nowait);
 int loopmq_sync_rw(struct loopmq_device *lo, struct request *rq);
+
+/* loopmq_dio.c */
+extern const char * const loopmq_dio_names[LOOPMQ_DIO_NR];
+extern const char * const loopmq_dio_reason_names[LOOPMQ_DIO_WHY_NR];
+struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
+					 loff_t len, int *why);
+void loopmq_dio_free(struct loopmq_dio_map *m);
+bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio);
+int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio);
+void loopmq_dio_note(struct loopmq_device *lo, struct request *rq);
 
 /* loopmq_remap.c */
 bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq);

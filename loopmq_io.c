@@ -865,6 +865,9 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 		goto out;
 	}
 
+	/* direct I/O "auto": what the request does to the layout map */
+	if (lo->dio_map)
+		loopmq_dio_note(lo, rq);
 	remap = loopmq_remap_ok(lo, rq);
 	if (!remap && loopmq_pinned_refuse(lo, rq))
 		goto out;

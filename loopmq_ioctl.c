@@ -201,6 +201,10 @@ int loopmq_ioctl(struct block_device *bdev, blk_mode_t mode,
 		if (!loopmq_may_write(mode))
 			return -EPERM;
 		return loopmq_set_dio(lo, arg);
+	case LOOPMQ_SET_DIO:
+		if (!loopmq_may_write(mode))
+			return -EPERM;
+		return loopmq_set_dio_setting(lo, arg);
 	case LOOPMQ_SET_MODE:
 		if (!loopmq_may_write(mode))
 			return -EPERM;

@@ -184,10 +184,41 @@ module_param_named(nowait_adaptive, loopmq_nowait_adaptive, bool, 0644);
 MODULE_PARM_DESC(nowait_adaptive,
 		 "While most recent IOCB_NOWAIT writes answered EAGAIN, do not try: send writes to the kthread (auto: run them blocking when allowed). Default: Y");
 
-static bool loopmq_dio_default;
-module_param_named(dio_default, loopmq_dio_default, bool, 0644);
+/* enum loopmq_dio_setting; shown as a bool is (N, Y), or "auto" */
+static int loopmq_dio_default = LOOPMQ_DIO_OFF;
+
+static int loopmq_param_set_dio(const char *val, const struct kernel_param *kp)
+{
+	int setting = sysfs_match_string(loopmq_dio_names, val);
+	bool on;
+
+	if (setting < 0) {
+		if (kstrtobool(val, &on)) {
+			pr_err("dio_default=%s: expected N, Y or auto\n", val);
+			return -EINVAL;
+		}
+		setting = on ? LOOPMQ_DIO_ON : LOOPMQ_DIO_OFF;
+	}
+	WRITE_ONCE(*(int *)kp->arg, setting);
+	return 0;
+}
+
+static int loopmq_param_get_dio(char *buf, const struct kernel_param *kp)
+{
+	int setting = READ_ONCE(*(int *)kp->arg);
+
+	return sysfs_emit(buf, "%s\n", setting == LOOPMQ_DIO_AUTO ? "auto" :
+			  setting == LOOPMQ_DIO_ON ? "Y" : "N");
+}
+
+static const struct kernel_param_ops loopmq_dio_ops = {
+	.set	= loopmq_param_set_dio,
+	.get	= loopmq_param_get_dio,
+};
+
+module_param_cb(dio_default, &loopmq_dio_ops, &loopmq_dio_default, 0644);
 MODULE_PARM_DESC(dio_default,
-		 "Attach with direct I/O wherever the backing's alignment allows it at the device's block size and offset, buffered elsewhere, as if LO_FLAGS_DIRECT_IO were asked for; never changes the block size. Default: N (as the stock driver)");
+		 "Direct I/O of an attach that does not ask for it: N (buffered, as the stock driver), Y (direct I/O wherever the backing's alignment allows it at the device's block size and offset, as if LO_FLAGS_DIRECT_IO were asked for; never changes the block size) or auto (chosen from the backing file's layout, see loopmq(4)). Default: N");
 
 bool loopmq_fault_drop_flush;
 module_param_named(fault_drop_flush, loopmq_fault_drop_flush, bool, 0444);
@@ -456,6 +487,99 @@ static void loopmq_discard_work(struct work_struct *work)
 		blk_mq_freeze_queue(lo->disk->queue);
 		loopmq_set_backing_limits(lo, loopmq_lbs(lo));
 		blk_mq_unfreeze_queue(lo->disk->queue);
+	}
+	mutex_unlock(&lo->mutex);
+}
+
+/*
+ * Switch a bound device's direct I/O to @want, with @mutex held, and put
+ * *@map in place of its auto map (the old one comes back in *@map).  The
+ * pages the device dirtied in the backing's page cache reach the file
+ * first: most while requests still run, the rest with none in flight.
+ * To direct I/O, the backing's clean pages go too: that mode does not
+ * read them, and they would only be a second copy of the device's own
+ * page cache.  Nothing fails or is reordered: the frozen queue has no
+ * request in flight and holds back new ones.
+ */
+static void loopmq_dio_switch(struct loopmq_device *lo, bool want,
+			      struct loopmq_dio_map **map)
+{
+	struct file *file = lo->b.file;
+	bool was = lo->b.use_dio;
+
+	lockdep_assert_held(&lo->mutex);
+	if (want != lo->want_dio)
+		vfs_fsync(file, 0);
+	blk_mq_freeze_queue(lo->disk->queue);
+	if (want != lo->want_dio)
+		vfs_fsync(file, 0);
+	if (map)
+		swap(lo->dio_map, *map);
+	lo->want_dio = want;
+	loopmq_update_backing(lo, loopmq_lbs(lo));
+	if (lo->b.use_dio && !was)
+		invalidate_mapping_pages(file->f_mapping, 0, -1);
+	blk_mq_unfreeze_queue(lo->disk->queue);
+}
+
+/*
+ * The choice of a bound (or binding) device's setting, with @mutex held,
+ * from auto's @map, or @why there is none.
+ */
+static bool loopmq_dio_choose(struct loopmq_device *lo,
+			      struct loopmq_dio_map *map, int why)
+{
+	bool want;
+
+	if (lo->dio_setting != LOOPMQ_DIO_AUTO) {
+		lo->dio_reason = LOOPMQ_DIO_WHY_SET;
+		return lo->dio_setting == LOOPMQ_DIO_ON;
+	}
+	if (map) {
+		want = loopmq_dio_map_wants(map, false);
+		lo->dio_reason = loopmq_dio_map_reason(map, want);
+	} else {
+		want = why != LOOPMQ_DIO_WHY_NOBDEV;
+		lo->dio_reason = why;
+	}
+	WRITE_ONCE(lo->dio_auto_want, want);
+	return want;
+}
+
+/* auto chose direct I/O where the alignment does not allow it */
+static void loopmq_dio_check_align(struct loopmq_device *lo)
+{
+	if (lo->dio_setting == LOOPMQ_DIO_AUTO && lo->want_dio &&
+	    !lo->b.use_dio)
+		lo->dio_reason = LOOPMQ_DIO_WHY_ALIGN;
+}
+
+/* auto's switch, queued by loopmq_dio_note() (DOC: dio auto) */
+static void loopmq_dio_work(struct work_struct *work)
+{
+	struct loopmq_device *lo = container_of(work, struct loopmq_device,
+						dio_work);
+	bool want;
+
+	mutex_lock(&lo->mutex);
+	/* a request that changes the map from now on queues us again */
+	clear_bit(0, &lo->dio_pending);
+	/*
+	 * Pairs with the full barrier of loopmq_dio_note()'s
+	 * test_and_set_bit(): either it sees the bit clear and queues us
+	 * again, or we see the map as it left it.
+	 */
+	smp_mb__after_atomic();
+	if (lo->state == LOOPMQ_BOUND && lo->dio_setting == LOOPMQ_DIO_AUTO &&
+	    lo->dio_map) {
+		want = loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want);
+		if (want != lo->dio_auto_want) {
+			WRITE_ONCE(lo->dio_auto_want, want);
+			loopmq_dio_switch(lo, want, NULL);
+			lo->dio_reason = loopmq_dio_map_reason(lo->dio_map, want);
+			loopmq_dio_check_align(lo);
+			lo->dio_switches++;
+		}
 	}
 	mutex_unlock(&lo->mutex);
 }
@@ -757,6 +881,8 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 {
 	struct loopmq_stock_hops hops = { 0 };
 	struct file *file = fget(config->fd);
+	struct loopmq_dio_map *dio_map = NULL;
+	int dio_setting, dio_why = LOOPMQ_DIO_WHY_SET;
 	unsigned int lbs;
 	bool partscan;
 	int err;
@@ -765,6 +891,29 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 		return -EBADF;
 	/* Safe: the caller's open holds a reference. Dropped by unbind. */
 	__module_get(THIS_MODULE);
+
+	/*
+	 * An O_DIRECT fd asks for direct I/O, as with the stock driver;
+	 * else dio_default decides.  "auto" maps the backing now, in the
+	 * caller's context and before our locks (DOC: dio auto).
+	 */
+	dio_setting = READ_ONCE(loopmq_dio_default);
+	if ((config->info.lo_flags & LO_FLAGS_DIRECT_IO) ||
+	    (file->f_flags & O_DIRECT))
+		dio_setting = LOOPMQ_DIO_ON;
+	if (dio_setting == LOOPMQ_DIO_AUTO) {
+		loff_t start = config->info.lo_offset;
+		loff_t len = loopmq_backing_size(file, start,
+						 config->info.lo_sizelimit);
+
+		dio_map = loopmq_dio_layout(file, start, len << SECTOR_SHIFT,
+					    &dio_why);
+		if (IS_ERR(dio_map)) {
+			err = PTR_ERR(dio_map);
+			dio_map = NULL;
+			goto out_putf;
+		}
+	}
 
 	/* Do not change a device under its exclusive owner. */
 	if (!(mode & BLK_OPEN_EXCL)) {
@@ -814,14 +963,12 @@ again:
 		lo->lo_flags |= LO_FLAGS_READ_ONLY;
 	if (loopmq_part_shift)
 		lo->lo_flags |= LO_FLAGS_PARTSCAN;
-	/*
-	 * An O_DIRECT fd asks for direct I/O, as with the stock driver, and
-	 * so does dio_default; loopmq_update_backing() uses it only where
-	 * the backing allows.
-	 */
-	lo->want_dio = (lo->lo_flags & LO_FLAGS_DIRECT_IO) ||
-		       (file->f_flags & O_DIRECT) ||
-		       READ_ONCE(loopmq_dio_default);
+	/* loopmq_update_backing() uses direct I/O only where it can. */
+	lo->dio_setting = dio_setting;
+	lo->dio_map = dio_map;
+	dio_map = NULL;
+	lo->dio_switches = 0;
+	lo->want_dio = loopmq_dio_choose(lo, lo->dio_map, dio_why);
 	lo->discard_off = false;
 	lo->zeroes_off = false;
 
@@ -833,6 +980,7 @@ again:
 
 	lbs = config->block_size ?: loopmq_default_lbs(file);
 	loopmq_update_backing(lo, lbs);
+	loopmq_dio_check_align(lo);
 	loopmq_set_backing_limits(lo, lbs);
 	loopmq_set_size(lo, loopmq_backing_size(file, lo->b.offset,
 						lo->sizelimit));
@@ -871,6 +1019,7 @@ out_abort:
 	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_configure);
 out_putf:
+	loopmq_dio_free(dio_map);
 	fput(file);
 	module_put(THIS_MODULE);
 	return err;
@@ -916,6 +1065,9 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	blk_mq_freeze_queue(q);
 	loopmq_thread_stop(lo);
 	cancel_work_sync(&lo->discard_work);
+	cancel_work_sync(&lo->dio_work);
+	loopmq_dio_free(lo->dio_map);
+	lo->dio_map = NULL;
 
 	loopmq_put_backing_gfp(lo, lo->b.file);
 	spin_lock(&lo->file_lock);
@@ -1126,31 +1278,72 @@ int loopmq_get_status(struct loopmq_device *lo,
 	return err;
 }
 
-int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg)
+/*
+ * LOOPMQ_SET_DIO, sysfs loopmq/direct_io: @setting is an enum
+ * loopmq_dio_setting.  "auto" maps the backing first, in the caller's
+ * context, without our locks.
+ */
+int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
 {
-	bool want = !!arg;
-	int err = 0;
+	struct loopmq_dio_map *map = NULL;
+	struct file *file = NULL;
+	int err, why = LOOPMQ_DIO_WHY_SET;
+	loff_t start, len;
+	bool want;
 
-	mutex_lock(&lo->mutex);
-	if (lo->state != LOOPMQ_BOUND) {
-		err = -ENXIO;
-		goto out;
+	if (setting >= LOOPMQ_DIO_NR)
+		return -EINVAL;
+	if (setting == LOOPMQ_DIO_AUTO) {
+		err = mutex_lock_killable(&lo->mutex);
+		if (err)
+			return err;
+		if (lo->state != LOOPMQ_BOUND) {
+			mutex_unlock(&lo->mutex);
+			return -ENXIO;
+		}
+		file = get_file(lo->b.file);
+		start = lo->b.offset;
+		len = get_capacity(lo->disk) << SECTOR_SHIFT;
+		mutex_unlock(&lo->mutex);
+		map = loopmq_dio_layout(file, start, len, &why);
+		if (IS_ERR(map)) {
+			fput(file);
+			return PTR_ERR(map);
+		}
 	}
-	if (!!(lo->lo_flags & LO_FLAGS_DIRECT_IO) == want)
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		goto out_free;
+	err = -ENXIO;
+	if (lo->state != LOOPMQ_BOUND)
 		goto out;
-	if (want && !loopmq_can_dio(lo, lo->b.file, loopmq_lbs(lo))) {
-		err = -EINVAL;
+	/* LOOP_CHANGE_FD meanwhile: the map is of another file */
+	err = -EAGAIN;
+	if (file && file != lo->b.file)
 		goto out;
-	}
-	/* Cached pages of the device must reach the file first. */
-	vfs_fsync(lo->b.file, 0);
-	blk_mq_freeze_queue(lo->disk->queue);
-	lo->want_dio = want;
-	loopmq_update_backing(lo, loopmq_lbs(lo));
-	blk_mq_unfreeze_queue(lo->disk->queue);
+	err = -EINVAL;
+	if (setting == LOOPMQ_DIO_ON &&
+	    !loopmq_can_dio(lo, lo->b.file, loopmq_lbs(lo)))
+		goto out;
+	err = 0;
+	lo->dio_setting = setting;
+	want = loopmq_dio_choose(lo, map, why);
+	/* the new map in place; the old one comes back to be freed */
+	loopmq_dio_switch(lo, want, &map);
+	loopmq_dio_check_align(lo);
 out:
 	mutex_unlock(&lo->mutex);
+out_free:
+	loopmq_dio_free(map);
+	if (file)
+		fput(file);
 	return err;
+}
+
+/* LOOP_SET_DIRECT_IO */
+int loopmq_set_dio(struct loopmq_device *lo, unsigned long arg)
+{
+	return loopmq_set_dio_setting(lo, arg ? LOOPMQ_DIO_ON : LOOPMQ_DIO_OFF);
 }
 
 int loopmq_set_block_size(struct loopmq_device *lo,
@@ -1354,6 +1547,7 @@ int loopmq_add(int index)
 	spin_lock_init(&lo->file_lock);
 	init_llist_head(&lo->kq);
 	INIT_WORK(&lo->discard_work, loopmq_discard_work);
+	INIT_WORK(&lo->dio_work, loopmq_dio_work);
 	lo->mode = READ_ONCE(loopmq_default_mode);
 	lo->stats = alloc_percpu(struct loopmq_pcpu_stats);
 	err = -ENOMEM;

@@ -9,6 +9,7 @@
 
 #include <linux/blkdev.h>
 #include <linux/device.h>
+#include <linux/math64.h>
 #include <linux/percpu.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -216,16 +217,88 @@ static ssize_t pinned_show(struct device *dev, struct device_attribute *attr,
 	return sysfs_emit(buf, "%d\n", !!READ_ONCE(loopmq_dev_of(dev)->b.pin));
 }
 
+/* The direct-I/O setting: off, on or auto (DOC: dio auto in loopmq_dio.c). */
+static ssize_t direct_io_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  loopmq_dio_names[READ_ONCE(loopmq_dev_of(dev)->dio_setting)]);
+}
+
+/* As LOOPMQ_SET_DIO: "auto" maps the backing in the writer's context. */
+static ssize_t direct_io_store(struct device *dev,
+			       struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	int setting = sysfs_match_string(loopmq_dio_names, buf);
+	int err;
+
+	if (setting < 0)
+		return -EINVAL;
+	err = loopmq_set_dio_setting(loopmq_dev_of(dev), setting);
+	return err ? err : count;
+}
+
+/*
+ * What the setting chose and why: "chosen" is what the device uses now;
+ * for auto, the shares (per mille) of the device's range found to be
+ * holes, unwritten and shared when it was mapped, the share of blocks
+ * that are costly for direct I/O now, and the switches since.
+ */
+static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct loopmq_device *lo = loopmq_dev_of(dev);
+	struct loopmq_dio_map *m;
+	u64 holes = 0, unwritten = 0, shared = 0, bytes = 1;
+	unsigned long costly = 0, nbits = 1;
+	int reason, len, err;
+	bool dio;
+
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		return err;
+	m = lo->dio_map;
+	if (m) {
+		holes = m->holes;
+		unwritten = m->unwritten;
+		shared = m->shared;
+		bytes = max_t(u64, m->bytes, 1);
+		costly = atomic_long_read(&m->costly);
+		nbits = m->nbits;
+	}
+	dio = lo->b.use_dio;
+	reason = lo->b.pin ? LOOPMQ_DIO_WHY_PINNED : lo->dio_reason;
+	len = sysfs_emit(buf, "setting %s\nchosen %s\nreason %s\n",
+			 loopmq_dio_names[lo->dio_setting], dio ? "on" : "off",
+			 loopmq_dio_reason_names[reason]);
+	len += sysfs_emit_at(buf, len,
+			     "holes_permille %llu\nunwritten_permille %llu\nshared_permille %llu\n",
+			     div64_u64(holes * 1000, bytes),
+			     div64_u64(unwritten * 1000, bytes),
+			     div64_u64(shared * 1000, bytes));
+	len += sysfs_emit_at(buf, len,
+			     "costly_permille %lu\nblock_size %lu\nswitches %u\n",
+			     costly * 1000 / nbits,
+			     m ? 1UL << m->shift : 0UL, lo->dio_switches);
+	mutex_unlock(&lo->mutex);
+	return len;
+}
+
 static DEVICE_ATTR_RW(mode);
 static DEVICE_ATTR_RW(stats);
 static DEVICE_ATTR_RO(stack);
 static DEVICE_ATTR_RO(pinned);
+static DEVICE_ATTR_RW(direct_io);
+static DEVICE_ATTR_RO(dio_auto);
 
 static struct attribute *loopmq_attrs[] = {
 	&dev_attr_mode.attr,
 	&dev_attr_stats.attr,
 	&dev_attr_stack.attr,
 	&dev_attr_pinned.attr,
+	&dev_attr_direct_io.attr,
+	&dev_attr_dio_auto.attr,
 	NULL,
 };
 

@@ -145,7 +145,8 @@ day_parity() { echo $(( ${CHECK_DAY:-10#$(date +%j)} % 2 )); }
 # "Where make check spends its time", says what this saves.
 BOTH_SET='00-environment 00-module-load 10-verify-matrix 11-mode-switch
 20-flush-discard 21-readonly 23-partitions 24-capacity 27-losetup-compat
-31-dio-default 32-replace-loop 76-nested-plug 82-remap 85-nowait-backing'
+31-dio-default 32-replace-loop 76-nested-plug 82-remap 85-nowait-backing
+92-dio-auto'
 share() {	# share DAILY N I SCRIPT...: the scripts in DAILY, and of the
 		# others every N-th from today's offset on: lane I's share
 	local daily=" $(echo $1) " n=$2 i=$3 d j=0 t

@@ -73,6 +73,29 @@
 	X(INTERRUPTED,	"interrupted",	"call interrupted by the submitter's signal") \
 	/* new entries above this line */
 
+/*
+ * The direct-I/O settings of a device (sysfs loopmq/direct_io,
+ * LOOPMQ_SET_DIO's argument) and, for "auto", why it chose what it did
+ * (loopmq/dio_auto "reason"; loopmq(4), "Direct I/O").
+ */
+#define LOOPMQ_DIO_SETTINGS(X)						\
+	X(OFF,		"off",		"buffered I/O through the page cache") \
+	X(ON,		"on",		"direct I/O where the backing allows it") \
+	X(AUTO,		"auto",		"chosen from the backing's layout")	\
+	/* new entries above this line */
+
+#define LOOPMQ_DIO_REASONS(X)						\
+	X(SET,		"set",		"not auto: the setting itself")		\
+	X(WRITTEN,	"written",	"the range is allocated and written")	\
+	X(SPARSE,	"sparse",	"holes or unwritten extents")		\
+	X(SHARED,	"shared",	"extents shared with other files (reflink)") \
+	X(NOBDEV,	"nobdev",	"no block device under the file system") \
+	X(ALIGN,	"align",	"direct I/O impossible at this offset and block size") \
+	X(UNKNOWN,	"unknown",	"layout unknown (no FIEMAP): as dio_default=Y") \
+	X(BLOCKDEV,	"blockdev",	"a block device: direct I/O (remap)")	\
+	X(PINNED,	"pinned",	"a pinned file: remapped")		\
+	/* new entries above this line */
+
 #define __LOOPMQ_MODE_ENUM(id, name, help)	LOOPMQ_MODE_##id,
 #define __LOOPMQ_PATH_ENUM(id, name, help)	LOOPMQ_PATH_##id,
 #define __LOOPMQ_FB_ENUM(id, name, help)	LOOPMQ_FB_##id,
@@ -95,6 +118,23 @@ enum loopmq_fallback {
 	LOOPMQ_FB_NR,
 };
 
+#define __LOOPMQ_DIO_ENUM(id, name, help)	LOOPMQ_DIO_##id,
+#define __LOOPMQ_DIO_WHY_ENUM(id, name, help)	LOOPMQ_DIO_WHY_##id,
+
+/* LOOPMQ_SET_DIO's argument, sysfs loopmq/direct_io */
+enum loopmq_dio_setting {
+	LOOPMQ_DIO_SETTINGS(__LOOPMQ_DIO_ENUM)
+	LOOPMQ_DIO_NR,
+};
+
+/* sysfs loopmq/dio_auto "reason" */
+enum loopmq_dio_reason {
+	LOOPMQ_DIO_REASONS(__LOOPMQ_DIO_WHY_ENUM)
+	LOOPMQ_DIO_WHY_NR,
+};
+
+#undef __LOOPMQ_DIO_ENUM
+#undef __LOOPMQ_DIO_WHY_ENUM
 #undef __LOOPMQ_MODE_ENUM
 #undef __LOOPMQ_PATH_ENUM
 #undef __LOOPMQ_FB_ENUM
@@ -140,5 +180,15 @@ struct loopmq_stats {
 #define LOOPMQ_SET_REMAP	_IO(LOOPMQ_IOC_MAGIC, 0xA4)
 #define LOOPMQ_REMAP_FILE	0
 #define LOOPMQ_REMAP_PINNED	1
+
+/*
+ * The direct-I/O setting of a bound device (the argument, by value, an
+ * enum loopmq_dio_setting): LOOPMQ_DIO_OFF and LOOPMQ_DIO_ON do what
+ * LOOP_SET_DIRECT_IO does; LOOPMQ_DIO_AUTO measures the backing's layout
+ * now (in the caller's context) and chooses, and chooses again as the
+ * device's writes and discards change it.  sysfs loopmq/direct_io reads
+ * the setting, loopmq/dio_auto what was chosen and why.
+ */
+#define LOOPMQ_SET_DIO		_IO(LOOPMQ_IOC_MAGIC, 0xA5)
 
 #endif /* _UAPI_LOOPMQ_H */

@@ -25,6 +25,7 @@
  *   change-fd DEV FILE          LOOP_CHANGE_FD
  *   set-capacity DEV            LOOP_SET_CAPACITY
  *   set-dio DEV 0|1             LOOP_SET_DIRECT_IO
+ *   set-dio-setting DEV N|NAME  LOOPMQ_SET_DIO (off, on, auto or a number)
  *   set-block-size DEV N        LOOP_SET_BLOCK_SIZE
  *   ctl-add CTL N | ctl-remove CTL N | ctl-get-free CTL   (prints N on success)
  *   set-mode DEV MODE           LOOPMQ_SET_MODE (MODE: number or name)
@@ -79,6 +80,7 @@ struct lmq_move_extent {
 
 #define NAME(id, name, help)	name,
 static const char *const mode_names[LOOPMQ_MODE_NR] = { LOOPMQ_MODES(NAME) };
+static const char *const dio_names[LOOPMQ_DIO_NR] = { LOOPMQ_DIO_SETTINGS(NAME) };
 
 static int result(int rc)
 {
@@ -308,6 +310,17 @@ int main(int argc, char **argv)
 		return result(ioctl(fd, LOOP_SET_CAPACITY, 0));
 	if (!strcmp(cmd, "set-dio") && argc == 4)
 		return result(ioctl(fd, LOOP_SET_DIRECT_IO, num(argv[3])));
+	if (!strcmp(cmd, "set-dio-setting") && argc == 4) {
+		unsigned long v = ~0UL;
+		unsigned int i;
+
+		for (i = 0; i < LOOPMQ_DIO_NR; i++)
+			if (!strcmp(argv[3], dio_names[i]))
+				v = i;
+		if (v == ~0UL)
+			v = num(argv[3]);
+		return result(ioctl(fd, LOOPMQ_SET_DIO, v));
+	}
 	if (!strcmp(cmd, "set-block-size") && argc == 4)
 		return result(ioctl(fd, LOOP_SET_BLOCK_SIZE, num(argv[3])));
 	if (!strcmp(cmd, "ctl-add") && argc == 4) {

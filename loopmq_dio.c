@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopmq_dio.c: direct I/O "auto", the choice between direct and buffered
+ * I/O made from the backing file's layout.
+ *
+ * DOC: dio auto
+ *
+ * Direct I/O is the better setting on a fully written image: one copy of
+ * the data in memory (the device's page cache only) and no write-back of
+ * the backing's own page cache.  On a sparse or reflinked image buffered
+ * I/O is: a direct write into a hole or an unwritten extent allocates and
+ * converts it in a transaction of its own, and one into a shared extent
+ * copies it first, request by request, where buffered I/O gathers those
+ * writes into the file system's write-back (docs/BENCHMARKS.md, "Sparse
+ * and reflinked image files").
+ *
+ * So "auto" maps the device's range at attach, in the context of the task
+ * that asked for it (LOOP_CONFIGURE, LOOPMQ_SET_DIO, a write to sysfs
+ * loopmq/direct_io), before any lock of ours is taken: FIEMAP of the range
+ * through a page mapped into that task for the call, since a file
+ * system's ->fiemap() writes its answer to user memory.  Every block
+ * (4 KiB, coarser for images over 16 GiB: at most 2^22 blocks) that has
+ * a hole, an unwritten or a shared extent in it is "costly" for direct
+ * I/O, a bit in a map.  Direct I/O is chosen when at most 1/32 of the
+ * blocks are costly.
+ *
+ * The device then keeps the map current itself, without asking the file
+ * system again: a write that covers a block whole clears its bit (the
+ * block is allocated, written and, if it was shared, copied), a discard
+ * or write-zeroes sets the bits of the blocks it touches (a punched hole,
+ * an unwritten extent).  That costs queue_rq a few bit operations per
+ * request on such a device and nothing on the others.  When the share of
+ * costly blocks crosses the threshold, a work item switches: direct I/O
+ * at 1/32 or less, buffered again above 1/8 (the gap keeps a device near
+ * the threshold from switching back and forth).  The switch is
+ * loopmq_dio_switch() (loopmq_main.c): write-back, a frozen queue, the
+ * write-back of what came in meanwhile, and, to direct I/O, the backing's
+ * clean cached pages dropped; nothing fails or is reordered.
+ *
+ * What the map does not see: writes to the image from outside the device,
+ * and a reflinked partner's writes that unshare this file's extents.
+ * Setting "auto" again measures anew.
+ *
+ * Without a block device under its file system (tmpfs), a file stays
+ * buffered: its buffered I/O is a copy into its own pages, and direct I/O
+ * there saves nothing.  A block device backing takes direct I/O (the
+ * remap path, loopmq_remap.c), and so does a file whose file system has
+ * no FIEMAP (its layout is unknown: as dio_default=Y).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/mman.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+
+#include "loopmq.h"
+
+#define LOOPMQ_DIO_MAX_BITS	BIT(22)
+#define LOOPMQ_FIEMAP_BUF	PAGE_SIZE
+#define LOOPMQ_FIEMAP_NR	(LOOPMQ_FIEMAP_BUF / sizeof(struct fiemap_extent))
+
+const char * const loopmq_dio_names[LOOPMQ_DIO_NR] = {
+	LOOPMQ_DIO_SETTINGS(LOOPMQ_NAME)
+};
+
+const char * const loopmq_dio_reason_names[LOOPMQ_DIO_WHY_NR] = {
+	LOOPMQ_DIO_REASONS(LOOPMQ_NAME)
+};
+
+/* Device bytes [@a, @b) of kind @kind: mark every block they touch. */
+static void loopmq_dio_mark(struct loopmq_dio_map *m, u64 a, u64 b, u64 *kind)
+{
+	unsigned long i, last;
+
+	if (a >= b)
+		return;
+	*kind += b - a;
+	last = min_t(u64, (b - 1) >> m->shift, m->nbits - 1);
+	for (i = a >> m->shift; i <= last; i++)
+		if (!__test_and_set_bit(i, m->map))
+			atomic_long_inc(&m->costly);
+}
+
+/* One ->fiemap() call's extents, copied out of @ubuf. */
+static int loopmq_dio_fiemap(struct inode *inode, void __user *ubuf,
+			     struct fiemap_extent *ext, u64 pos, u64 len)
+{
+	struct fiemap_extent_info fi = {
+		.fi_extents_max		= LOOPMQ_FIEMAP_NR,
+		.fi_extents_start	= ubuf,
+	};
+	int err;
+
+	err = inode->i_op->fiemap(inode, &fi, pos, len);
+	if (err)
+		return err;
+	if (copy_from_user(ext, ubuf, fi.fi_extents_mapped * sizeof(*ext)))
+		return -EFAULT;
+	return fi.fi_extents_mapped;
+}
+
+/* Walk the extents of file bytes [@start, @start + @len) into @m. */
+static int loopmq_dio_walk(struct inode *inode, struct loopmq_dio_map *m,
+			   u64 start, u64 len)
+{
+	u64 end = start + len, pos = start, covered = start;
+	struct fiemap_extent *ext;
+	unsigned long uaddr;
+	int n, i, err = 0;
+
+	ext = kmalloc(LOOPMQ_FIEMAP_BUF, GFP_KERNEL);
+	if (!ext)
+		return -ENOMEM;
+	uaddr = vm_mmap(NULL, 0, LOOPMQ_FIEMAP_BUF, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, 0);
+	if (IS_ERR_VALUE(uaddr)) {
+		kfree(ext);
+		return (int)uaddr;
+	}
+	while (pos < end) {
+		bool last = false;
+
+		n = loopmq_dio_fiemap(inode, (void __user *)uaddr, ext, pos,
+				      end - pos);
+		if (n <= 0) {
+			err = n;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct fiemap_extent *e = &ext[i];
+			u64 a = max(e->fe_logical, start);
+			u64 b = min(e->fe_logical + e->fe_length, end);
+
+			/* a gap before it is a hole */
+			if (e->fe_logical > covered)
+				loopmq_dio_mark(m, covered - start,
+						min(e->fe_logical, end) - start,
+						&m->holes);
+			if (b > a && (e->fe_flags & FIEMAP_EXTENT_UNWRITTEN))
+				loopmq_dio_mark(m, a - start, b - start,
+						&m->unwritten);
+			else if (b > a && (e->fe_flags & FIEMAP_EXTENT_SHARED))
+				loopmq_dio_mark(m, a - start, b - start,
+						&m->shared);
+			covered = max(covered, b);
+			last = e->fe_flags & FIEMAP_EXTENT_LAST;
+		}
+		if (last || ext[n - 1].fe_logical + ext[n - 1].fe_length <= pos)
+			break;
+		pos = ext[n - 1].fe_logical + ext[n - 1].fe_length;
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	/* after the last extent: a hole to the end */
+	if (!err && covered < end)
+		loopmq_dio_mark(m, covered - start, end - start, &m->holes);
+	vm_munmap(uaddr, LOOPMQ_FIEMAP_BUF);
+	kfree(ext);
+	return err;
+}
+
+/*
+ * The layout of file bytes [@start, @start + @len), in the caller's
+ * context, with none of our locks held.  Returns a map, or NULL with the
+ * reason in *@why where no map decides (a block device, no block device
+ * under the file system, no FIEMAP), or an ERR_PTR.
+ */
+struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
+					 loff_t len, int *why)
+{
+	struct inode *inode = file->f_mapping->host;
+	struct loopmq_dio_map *m;
+	unsigned int shift = 12;
+	int err;
+
+	if (S_ISBLK(inode->i_mode)) {
+		*why = LOOPMQ_DIO_WHY_BLOCKDEV;
+		return NULL;
+	}
+	if (!inode->i_sb->s_bdev) {
+		*why = LOOPMQ_DIO_WHY_NOBDEV;
+		return NULL;
+	}
+	if (!inode->i_op->fiemap || !current->mm || len <= 0) {
+		*why = LOOPMQ_DIO_WHY_UNKNOWN;
+		return NULL;
+	}
+	while (((len - 1) >> shift) >= LOOPMQ_DIO_MAX_BITS)
+		shift++;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->shift = shift;
+	m->nbits = ((len - 1) >> shift) + 1;
+	m->bytes = len;
+	m->map = kvcalloc(BITS_TO_LONGS(m->nbits), sizeof(long), GFP_KERNEL);
+	if (!m->map) {
+		kfree(m);
+		return ERR_PTR(-ENOMEM);
+	}
+	err = loopmq_dio_walk(inode, m, start, len);
+	if (err) {
+		loopmq_dio_free(m);
+		/* A file system that cannot map this file: as without FIEMAP. */
+		if (err == -EOPNOTSUPP || err == -EBADR) {
+			*why = LOOPMQ_DIO_WHY_UNKNOWN;
+			return NULL;
+		}
+		return ERR_PTR(err);
+	}
+	return m;
+}
+
+void loopmq_dio_free(struct loopmq_dio_map *m)
+{
+	if (!m)
+		return;
+	kvfree(m->map);
+	kfree(m);
+}
+
+/*
+ * What a map says: direct I/O or not.  @dio is the current choice: from
+ * direct I/O, buffered again only above 1/8 costly blocks.
+ */
+bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio)
+{
+	unsigned long costly = atomic_long_read(&m->costly);
+
+	return dio ? costly * 8 <= m->nbits : costly * 32 <= m->nbits;
+}
+
+/* Why a map chose what it chose. */
+int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio)
+{
+	if (dio)
+		return LOOPMQ_DIO_WHY_WRITTEN;
+	return m->shared > m->holes + m->unwritten ? LOOPMQ_DIO_WHY_SHARED :
+						       LOOPMQ_DIO_WHY_SPARSE;
+}
+
+/*
+ * From queue_rq: what @rq does to the map, and a switch when the share of
+ * costly blocks crossed its threshold.  The map is set and freed with the
+ * queue frozen.
+ */
+void loopmq_dio_note(struct loopmq_device *lo, struct request *rq)
+{
+	struct loopmq_dio_map *m = lo->dio_map;
+	u64 pos = blk_rq_pos(rq) << SECTOR_SHIFT;
+	u64 end = pos + blk_rq_bytes(rq);
+	unsigned long i, first, last;
+
+	switch (req_op(rq)) {
+	case REQ_OP_WRITE:
+		/* the blocks the write covers whole */
+		first = DIV_ROUND_UP_ULL(pos, 1ULL << m->shift);
+		last = min_t(u64, end >> m->shift, m->nbits);
+		for (i = first; i < last; i++)
+			if (test_bit(i, m->map) && test_and_clear_bit(i, m->map))
+				atomic_long_dec(&m->costly);
+		break;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+		if (end <= pos)
+			return;
+		first = pos >> m->shift;
+		last = min_t(u64, (end - 1) >> m->shift, m->nbits - 1);
+		for (i = first; i <= last; i++)
+			if (!test_bit(i, m->map) && !test_and_set_bit(i, m->map))
+				atomic_long_inc(&m->costly);
+		break;
+	default:
+		return;
+	}
+	if (loopmq_dio_map_wants(m, READ_ONCE(lo->dio_auto_want)) !=
+	    READ_ONCE(lo->dio_auto_want) &&
+	    !test_and_set_bit(0, &lo->dio_pending))
+		queue_work(system_wq, &lo->dio_work);
+}

@@ -1,0 +1,178 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 420
+# 92-dio-auto: direct I/O "auto" (loopmq(4), "Direct I/O"; DOC: dio auto in
+# loopmq_dio.c) chooses from the backing's layout, says why, and switches
+# safely when the layout changes.
+#
+# With dio_default=auto, an unmodified util-linux losetup attach (as in
+# replace mode) gets "auto":
+# - a fully written image on xfs: direct I/O, reason "written";
+# - a sparse image (truncate): buffered, "sparse", holes 1000 per mille;
+# - a preallocated image (fallocate: unwritten extents): buffered,
+#   "sparse", unwritten 1000 per mille;
+# - a reflinked copy of the written image (cp --reflink): buffered,
+#   "shared", shared 1000 per mille;
+# - a file on tmpfs: buffered, "nobdev"; a block device: direct, "blockdev".
+# A sparse image filled through the device switches to direct I/O while
+# fio writes it (switches 1): the switch writes back what the buffered
+# phase left dirty in the backing's page cache (periodic write-back is off
+# here, so nothing else would) and drops the backing's cached pages; a
+# reader runs through the switch without error; fio then verifies every
+# block and the device equals the backing file (cmp).  Discarding the
+# device switches back (switches 2, "sparse") and it reads zeroes.
+# LOOPMQ_SET_DIO and sysfs loopmq/direct_io set on, off and auto (auto
+# measures anew) and refuse anything else (EINVAL) and unbound devices
+# (ENXIO).  Parts (LMQ_PART): layout, fill.
+DESCRIPTION="direct I/O auto: the choice from the layout, and the switch"
+requires() {
+	lmq_is_mq || skip_all "direct I/O auto is loopmq's"
+	require_cmd lmq-ioctl
+	require_cmd fio
+	[ -n "$LOSETUP" ] || skip_all "util-linux losetup not found"
+	[ -b /dev/vda ] || skip_all "no /dev/vda"
+}
+. /tests/lib/guest.sh
+
+M=/mnt/t92 T=/tmp/t92
+mkdir -p $M $T
+mkfs.xfs -q -f -m reflink=1 /dev/vda >/dev/null && mount /dev/vda $M ||
+	{ fail "xfs with reflink on vda"; stop_testing; }
+D=$(lmq_dev 0)
+S=$(lmq_sys 0)/loopmq
+
+# dio_auto KEY: one line of loopmq/dio_auto
+dio_auto() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$1" ] && { echo "$v"; return 0; }
+	done <$S/dio_auto
+}
+# attach NAME BACKING: util-linux losetup, no --direct-io
+attach() {
+	$LOSETUP "$D" "$2" || { fail "$1: losetup $D $2"; return 1; }
+	is "$(cat $S/direct_io)" auto "$1: loopmq/direct_io"
+}
+# choice NAME CHOSEN REASON: what auto chose and why, and loop/dio agrees
+choice() {
+	is "$(dio_auto chosen)" "$2" "$1: chosen"
+	is "$(dio_auto reason)" "$3" "$1: reason"
+	is "$(sysv "$D" loop/dio)" "$([ "$2" = on ] && echo 1 || echo 0)" "$1: loop/dio"
+}
+# wait_switches N: up to 10 s for the switch work to have run N times
+wait_switches() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(dio_auto switches)" = "$1" ] && return 0
+		sleep 0.1
+	done
+}
+detach() {
+	$LOSETUP -d "$D"
+	unbound "$D" "$1: detached"
+}
+
+lmq_load 1 dio_default=auto || { fail "load $LMQ_MOD dio_default=auto"; stop_testing; }
+is "$(cat /sys/module/$LMQ_MOD/parameters/dio_default)" auto "dio_default reads auto"
+
+# the choice for each layout
+if part layout; then
+	dd if=/dev/urandom of=$M/full bs=1M count=32 conv=fsync status=none
+	attach "written image" $M/full &&
+		{ choice "written image" on written
+		  check "written image: costly blocks 0 per mille ($(dio_auto costly_permille))" \
+			[ "$(dio_auto costly_permille)" = 0 ]
+		  detach "written image"; }
+
+	truncate -s 32M $M/sparse
+	attach "sparse image" $M/sparse &&
+		{ choice "sparse image" off sparse
+		  is "$(dio_auto holes_permille)" 1000 "sparse image: holes_permille"
+		  detach "sparse image"; }
+
+	fallocate -l 32M $M/prealloc
+	attach "preallocated image" $M/prealloc &&
+		{ choice "preallocated image" off sparse
+		  is "$(dio_auto unwritten_permille)" 1000 "preallocated image: unwritten_permille"
+		  detach "preallocated image"; }
+
+	cp --reflink=always $M/full $M/reflink || fail "cp --reflink"
+	attach "reflinked image" $M/reflink &&
+		{ choice "reflinked image" off shared
+		  is "$(dio_auto shared_permille)" 1000 "reflinked image: shared_permille"
+		  detach "reflinked image"; }
+
+	head -c 8M /dev/urandom >$T/img
+	attach "tmpfs file" $T/img && { choice "tmpfs file" off nobdev; detach "tmpfs file"; }
+
+	modprobe brd rd_nr=1 rd_size=16384 max_part=0 || fail "modprobe brd"
+	attach "block device" /dev/ram0 && { choice "block device" on blockdev; detach "block device"; }
+	rmmod brd
+fi
+
+# The filling image: sparse, filled through the device by fio (64 KiB
+# direct writes, in order), a reader beside it; no periodic write-back.
+wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+truncate -s 64M $M/fill
+if part fill && attach "filling image" $M/fill; then
+	choice "filling image, empty" off sparse
+	FIO="fio --name=fill --filename=$D --rw=write --bs=64k --direct=1 --size=64M
+		--verify=crc32c --output-format=terse"
+	fio --name=reader --filename=$D --rw=randread --bs=16k --direct=1 \
+		--time_based --runtime=600 --output-format=terse >$T/reader.out 2>&1 &
+	rpid=$!
+	check_quiet "fill: fio writes every block" $FIO --do_verify=0
+	wait_switches 1
+	is "$(dio_auto switches)" 1 "fill: one switch"
+	choice "filled image" on written
+	check "fill: costly blocks at most 31 per mille ($(dio_auto costly_permille))" \
+		[ "$(dio_auto costly_permille)" -le 31 ]
+	# the switch wrote back the buffered phase's dirty pages and dropped
+	# the backing's cache (64 MiB were written, all but the last ~2 MiB
+	# buffered)
+	dirty=$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)
+	check "fill: the backing's dirty pages were written back at the switch (Dirty: $dirty kB)" \
+		[ "$dirty" -lt 4096 ]
+	cached=$(lmq-ioctl cached $M/fill 0 67108864)
+	cached=${cached#OK n=}
+	check "fill: the backing's page cache was dropped at the switch ($cached pages of 16384)" \
+		[ "${cached:-99999}" -lt 1024 ]
+	kill -INT $rpid
+	wait $rpid
+	# terse output: version;fio;job;group;error;...
+	is "$(awk -F';' '$1 == 3 { print $5 }' $T/reader.out)" 0 \
+		"fill: the reader saw no error through the switch"
+	check_quiet "fill: fio verifies every block" $FIO --verify_only=1
+	check "fill: the device equals its backing file" cmp $D $M/fill
+	is "$(lmq_stat 0 errors)" 0 "fill: no request failed"
+	# discarded: the map sees holes again, buffered I/O once more
+	check "discard the device" blkdiscard $D
+	wait_switches 2
+	is "$(dio_auto switches)" 2 "discard: a second switch"
+	choice "discarded image" off sparse
+	check "discard: the device reads zeroes" cmp -n 67108864 $D /dev/zero
+
+	# the settings by hand
+	is "$(lmq-ioctl set-dio-setting $D on)" OK "LOOPMQ_SET_DIO on"
+	is "$(cat $S/direct_io)" on "direct_io reads on"
+	choice "set on" on set
+	is "$(lmq-ioctl set-dio $D 0)" OK "LOOP_SET_DIRECT_IO 0"
+	is "$(cat $S/direct_io)" off "direct_io reads off after LOOP_SET_DIRECT_IO 0"
+	choice "set off" off set
+	is "$(word1 "$(lmq-ioctl set-dio-setting $D 3)")" EINVAL "LOOPMQ_SET_DIO 3: EINVAL"
+	check_fail "direct_io refuses 'sometimes'" sh -c "echo sometimes >$S/direct_io"
+	is "$(cat $S/direct_io)" off "direct_io still off"
+	dd if=/dev/urandom of=$D bs=1M count=64 oflag=direct status=none
+	check "echo auto >direct_io" sh -c "echo auto >$S/direct_io"
+	is "$(cat $S/direct_io)" auto "direct_io reads auto"
+	choice "auto again, after a full write" on written
+	is "$(dio_auto switches)" 2 "auto again: switches count from the attach"
+	detach "filling image"
+fi
+echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+is "$(word1 "$(lmq-ioctl set-dio-setting $D auto)")" ENXIO "LOOPMQ_SET_DIO on an unbound device: ENXIO"
+
+lmq_unload
+umount $M
+done_testing
