@@ -118,12 +118,14 @@ def parse_snap(path):
         if not f:
             continue
         if f[0] == "@":
-            cur = {"ctxt": None, "cpu": None, "k": {}, "s": {}}
+            cur = {"ctxt": None, "cpu": None, "k": {}, "s": {}, "m": None}
             runs.setdefault(f[1], {"pre": [], "post": []})[f[2]].append(cur)
         elif cur is None:
             continue
         elif f[0] == "ctxt":
             cur["ctxt"] = int(f[1])
+        elif f[0] == "m" and len(f) == 2:
+            cur["m"] = int(f[1])
         elif f[0] == "cpu":
             cur["cpu"] = [int(x) for x in f[1:]]
         elif f[0] == "k" and len(f) == 4:
@@ -172,6 +174,43 @@ def snap_delta(run):
     else:
         d["paths"] = None
     return d
+
+
+def cache_growth(snaps, tags):
+    """The page cache's growth (KiB, /proc/meminfo Cached) over a cell's
+    measured runs: from the first run's start to the last one's end."""
+    if not tags:
+        return None
+    pre = [b["m"] for b in snaps.get(tags[0], {}).get("pre", []) if b.get("m") is not None]
+    post = [b["m"] for b in snaps.get(tags[-1], {}).get("post", []) if b.get("m") is not None]
+    return post[-1] - pre[0] if pre and post else None
+
+
+def dio_auto_state(path):
+    """loopmq/dio_auto before and after a cell's workloads (bench/guest/lib.sh,
+    run_target) -> bench.json fields: dio_setting, dio_chosen, dio_reason (after),
+    dio_chosen_before, dio_switches (after), dio_costly_permille (after)."""
+    st = {"before": {}, "after": {}}
+    try:
+        for ln in open(path):
+            f = ln.split()
+            if len(f) == 3 and f[0] in st:
+                st[f[0]][f[1]] = f[2]
+    except OSError:
+        return {}
+    a, b = st["after"] or st["before"], st["before"]
+    if not a:
+        return {}
+
+    def num(x):
+        try:
+            return int(x)
+        except (TypeError, ValueError):
+            return None
+    return {"dio_setting": a.get("setting"), "dio_chosen": a.get("chosen"),
+            "dio_reason": a.get("reason"), "dio_chosen_before": b.get("chosen"),
+            "dio_switches": num(a.get("switches")),
+            "dio_costly_permille": num(a.get("costly_permille"))}
 
 
 def fio_runs(path, prefix):
@@ -292,6 +331,9 @@ def load(resdir):
             })
         c = dict(m)
         c["_totals"] = fio_totals(base + ".json", prefix)
+        c["cache_growth_kib"] = cache_growth(snaps, sorted(fr, key=lambda t: int(t[1:])
+                                                           if t[1:].isdigit() else 0))
+        c.update(dio_auto_state(base + ".dio"))
         c["runs_detail"] = runs
         good = [r for r in runs if not r["error"] and r["ios"] > 0]
         c["ok"] = bool(good) and len(good) == len(runs)
@@ -551,6 +593,7 @@ def markdown(cells, meta_txt):
     out += floor_section(cs)
     out += loop_vs_loopmq(cs)
     out += loop_vs_loopmq(cs, "iops_incl_writeback")
+    out += dio_auto_section(cs)
     return "\n".join(out)
 
 
@@ -822,6 +865,116 @@ def loop_vs_loopmq(cs, field="iops"):
                                    if below else "",
                                    "; %d not compared (missing)" % missing if missing else "",
                                    " (counting writeback)" if field != "iops" else ""))
+    out.append("")
+    out += verdict
+    out.append("")
+    return out
+
+
+# Direct I/O auto (loopmq-dio-auto: dio_default=auto) on every file backing:
+# its goals against stock loop's better setting and loopmq's own.
+DIO_AUTO_BACKINGS = ["xfs-file", "ext4-file", "tmpfs-file", "xfs-sparse", "xfs-reflink",
+                     "xfs-filling"]
+DIO_AUTO_OWN_GOAL = 0.98        # of the better of loopmq's own two settings
+DIO_AUTO_FILL_GOAL = 0.02       # xfs-filling: within 2% of loopmq attached with dio on
+
+
+def dio_auto_section(cs):
+    """results.md's "Direct I/O auto": per kernel, file backing and workload, what
+    auto chose (and why, and its switches), its IOPS against stock loop's better
+    setting (verdict: ahead, tie, behind) and against the better of loopmq's own
+    two settings (goal: DIO_AUTO_OWN_GOAL), and the page cache each target grew
+    by over its measured runs.  Nothing when no loopmq-dio-auto cell was measured."""
+    cell = {key(c): c for c in cs}
+    have = [c for c in cs if c["target"] == "loopmq-dio-auto" and c["backing"] in DIO_AUTO_BACKINGS]
+    if not have:
+        return []
+
+    def ok(k, t, m, b, w):
+        c = cell.get((k, t, m, b, w))
+        return c if c and c.get("ok") and c.get("iops") else None
+
+    def mib(c):
+        g = c.get("cache_growth_kib") if c else None
+        return "" if g is None else "%.1f" % (g / 1024.0)
+    out = ["## Direct I/O auto", ""]
+    out.append("`loopmq-dio-auto`: loopmq (mode `auto`) with direct I/O `auto` "
+               "(`dio_default=auto`, an unmodified `losetup`), beside stock loop and loopmq "
+               "(mode `auto`) with direct I/O on and off, in the same boot. *chose*: what auto "
+               "used during the workloads (`loopmq/dio_auto`: chosen, reason, switches since "
+               "the attach). Goals: at or above stock loop's better setting within the spread "
+               "(verdict `tie` or `ahead`), and at or above %d%% of the better of loopmq's own "
+               "two settings. `xfs-filling`: a sparse image filled through each target before "
+               "its workloads; auto must have switched (1) and be within %d%% of loopmq "
+               "attached with direct I/O on (the final setting). *cache MiB*: the page "
+               "cache's growth over the cell's measured runs (`cache_growth_kib`), for auto, "
+               "loopmq on / off and stock loop on / off: buffered I/O keeps the data in the "
+               "device's and the backing's page cache."
+               % (round(100 * DIO_AUTO_OWN_GOAL), round(100 * DIO_AUTO_FILL_GOAL)))
+    out.append("")
+    out.append("| kernel | backing | workload | chose | auto | loop best | auto / loop best | "
+               "loopmq best | auto / loopmq best | cache MiB: auto, mq on, mq off, loop on, loop off |")
+    out.append("|" + " --- |" * 10)
+    verdict = []
+    kernels = []
+    for c in have:
+        if c["kernel"] not in kernels:
+            kernels.append(c["kernel"])
+    for kern in kernels:
+        behind, own_low, n, fill = [], [], 0, []
+        for b in DIO_AUTO_BACKINGS:
+            for w in WORKLOADS + sorted({c["workload"] for c in have} - set(WORKLOADS)):
+                a = ok(kern, "loopmq-dio-auto", "auto", b, w)
+                if not (a or cell.get((kern, "loopmq-dio-auto", "auto", b, w))):
+                    continue
+                lb, which = loop_best(cell, kern, b, w)
+                on = ok(kern, "loopmq", "auto", b, w)
+                off = ok(kern, "loopmq-dio-off", "auto", b, w)
+                own = max([x for x in (on, off) if x], key=lambda x: x["iops"], default=None)
+                own_which = "" if not own else ("dio-on" if own is on else "dio-off")
+                chose = ""
+                if a:
+                    chose = "%s (%s%s)" % (a.get("dio_chosen") or "?", a.get("dio_reason") or "?",
+                                           ", %s switches" % a["dio_switches"]
+                                           if a.get("dio_switches") else "")
+                rl = ro = ""
+                if a and lb:
+                    r, lo, hi, v = ratio_stats(a, lb)
+                    rl = "%.3f %s" % (r, v)
+                    n += 1
+                    if v == "behind":
+                        behind.append("%s %s %.3f" % (b, w, r))
+                if a and own:
+                    r = a["iops"] / own["iops"]
+                    ro = "%.3f" % r
+                    if r < DIO_AUTO_OWN_GOAL:
+                        ro = "**%s** `<%d%%`" % (ro, round(100 * DIO_AUTO_OWN_GOAL))
+                        own_low.append("%s %s %.3f" % (b, w, r))
+                if b == "xfs-filling" and a and on:
+                    r = a["iops"] / on["iops"]
+                    fill.append((w, r, a.get("dio_switches"), a.get("dio_chosen")))
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    kern, b, w, chose, fmt(a["iops"], "k") if a else "missing",
+                    (fmt(lb["iops"], "k") + " (%s)" % which) if lb else "missing", rl,
+                    (fmt(own["iops"], "k") + " (%s)" % own_which) if own else "missing", ro,
+                    ", ".join(mib(x) for x in (a, on, off, ok(kern, "loop", "dio-on", b, w),
+                                               ok(kern, "loop", "dio-off", b, w)))))
+        verdict.append("- Linux %s: auto behind stock loop's better setting in %d of %d cells%s; "
+                       "below %d%% of loopmq's better own setting in %d%s" % (
+                           kern, len(behind), n, (": " + "; ".join(behind)) if behind else "",
+                           round(100 * DIO_AUTO_OWN_GOAL), len(own_low),
+                           (": " + "; ".join(own_low)) if own_low else ""))
+        if fill:
+            bad = [f for f in fill if abs(f[1] - 1.0) > DIO_AUTO_FILL_GOAL or f[2] != 1 or
+                   f[3] != "on"]
+            verdict.append("- Linux %s, `xfs-filling`: auto / loopmq dio-on %s; switched once "
+                           "and on direct I/O in %d of %d cells; %d outside the %d%% goal%s" % (
+                               kern, "-".join("%.3f" % x for x in (min(f[1] for f in fill),
+                                                                   max(f[1] for f in fill))),
+                               sum(1 for f in fill if f[2] == 1 and f[3] == "on"), len(fill),
+                               len(bad), round(100 * DIO_AUTO_FILL_GOAL),
+                               (": " + "; ".join("%s %.3f (switches %s, %s)" % f for f in bad))
+                               if bad else ""))
     out.append("")
     out += verdict
     out.append("")

@@ -12,11 +12,13 @@
 #
 # Header variables:
 #   GROUP      what to set up: null_blk | ram | lat10us | nullb-mem | xfs-file | ext4-file | tmpfs-file
-#              | xfs-sparse | xfs-reflink (a fresh image before every target: fresh_image)
+#              | xfs-sparse | xfs-reflink | xfs-filling (a fresh image before every target:
+#              fresh_image; xfs-filling's sparse image is filled through the target first)
 #              | xfs-pinned | ext4-pinned (loopmq pins the image: loopmq_up)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #              (dm-mpath-rq: request-based device-mapper, multipath with one path)
-#              (loopmq attaches with direct I/O on, loopmq-dio-off with it off)
+#              (loopmq attaches with direct I/O on, loopmq-dio-off with it off,
+#              loopmq-dio-auto with dio_default=auto and an unmodified losetup)
 #   WORKLOADS  space-separated workload names (see wl_args)
 #   WORKLOAD_OPTS  one "name|fio options" line per workload, from bench/workloads
 #   RUNTIME    seconds per measured run;  WARMUP  seconds of the discarded warm-up run
@@ -127,6 +129,10 @@ done
 if [ -n "$SNAP_STATF" ] && [ -r "$SNAP_STATF" ]; then
 	while read -r a b; do buf+="s $a $b"$'\n'; done <"$SNAP_STATF"
 fi
+# the page cache (KiB): what buffered I/O keeps, once or twice
+while read -r a b rest; do
+	[ "$a" = Cached: ] && { buf+="m $b"$'\n'; break; }
+done </proc/meminfo
 printf '%s' "$buf" >>"$SNAP_FILE"
 SNAP
 	chmod +x /tmp/bench-snap
@@ -192,6 +198,19 @@ run_target() {	# target mode dev
 		kn=$(echo "$kp" | awk 'NF { print $2 }' | tr '\n' ' ')
 	fi
 	: >"$SNAP_FILE"
+	# xfs-filling: the sparse image is filled through the target first
+	# (loopmq-dio-auto switches to direct I/O on the way); the workloads
+	# then run on the filled image
+	if [ "$FRESH" = filling ]; then
+		local t0 t1
+		t0=$(date +%s%N)
+		prefill "$dev" || { skip_target "$target" "$mode" "filling $dev failed"; return; }
+		t1=$(date +%s%N)
+		log "filled $BACKDEV through $target${mode:+/$mode} in $(( (t1 - t0) / 1000000 )) ms guest time: $(image_state "$BACKDEV")"
+	fi
+	# direct I/O auto: what it chose, before the workloads and after
+	local dioa=/sys/block/$(basename "$dev")/loopmq/dio_auto
+	[ -r "$dioa" ] && sed 's/^/before /' "$dioa" >"$OUT/cells/$tid.dio"
 	sched=$(set_sched_none "$dev")
 	dio=$(cat "/sys/block/$(basename "$dev")/loop/dio" 2>/dev/null)
 	target_jobfile "$dev" "$CELL" >"$OUT/cells/$tid.fio"
@@ -213,6 +232,7 @@ run_target() {	# target mode dev
 	fio --output-format=json --output="$OUT/cells/$tid.json" "$OUT/cells/$tid.fio" \
 		>/dev/null 2>"$OUT/cells/$tid.err"
 	rc=$?
+	[ -r "$dioa" ] && sed 's/^/after /' "$dioa" >>"$OUT/cells/$tid.dio"
 	if [ $rc -ne 0 ]; then
 		log "fio rc=$rc on $target/$mode: $(tail -c 300 "$OUT/cells/$tid.err")"
 		echo "$rc $(tail -c 300 "$OUT/cells/$tid.err" | tr '\n"\\' '   ')" >"$OUT/cells/$tid.rc"
@@ -298,11 +318,11 @@ setup_fs() {	# xfs | ext4 on RAWDEV, image file -> BACKDEV
 # target gets a fresh one (fresh_image, from run_targets), so each starts
 # from the same state.  The I/O region is the whole image: SIZE_MB is set
 # here from the file system's free space.
-setup_fresh() {	# sparse | reflink
+setup_fresh() {	# sparse | reflink | filling
 	local avail
 	FRESH=$1
 	case $1 in
-	sparse)  mkfs.xfs -f -q "$RAWDEV" || return 1;;
+	sparse|filling) mkfs.xfs -f -q "$RAWDEV" || return 1;;
 	reflink) mkfs.xfs -f -q -m reflink=1 "$RAWDEV" || return 1;;
 	esac
 	log "xfs features: $(xfs_db -r -c version "$RAWDEV" 2>&1 | sed 's/.*= //')"
@@ -367,7 +387,7 @@ fresh_image() {	# target-label
 	[ "$i" -gt 1 ] && log "the previous image's blocks were free after ${i} checks"
 	echo 3 >/proc/sys/vm/drop_caches
 	case $FRESH in
-	sparse)  truncate -s "${SIZE_MB}M" "$BACKDEV" || return 1;;
+	sparse|filling) truncate -s "${SIZE_MB}M" "$BACKDEV" || return 1;;
 	reflink) cp --reflink=always "$ORIG" "$BACKDEV" || return 1;;
 	esac
 	sync
@@ -435,16 +455,25 @@ loop_up() {	# backing dio(on|off) -> prints /dev/loopN
 
 # loopmq: load, attach to BACKDEV with direct I/O on or off, report why when
 # impossible.
-loopmq_up() {	# on | off
-	local err
+loopmq_up() {	# on | off | auto
+	local err dd=""
 	LOOPMQ_DEV="" LOOPMQ_WHY="" LOOPMQ_DIO=$1
-	if ! err=$(modprobe loopmq 2>&1); then
+	# auto: as an unmodified losetup gets it in replace mode (dio_default)
+	[ "$1" = auto ] && dd=dio_default=auto
+	if ! err=$(modprobe loopmq $dd 2>&1); then
 		LOOPMQ_WHY="modprobe loopmq failed: $err"; return 1
 	fi
 	udev_wait /dev/loopmq0 2>/dev/null ||
 		{ LOOPMQ_WHY="/dev/loopmq0 missing after modprobe loopmq"; return 1; }
 	# util-linux losetup (PATH puts it before busybox), then loopmqctl.
-	if ! err=$(losetup --direct-io="$1" /dev/loopmq0 "$BACKDEV" 2>&1); then
+	if [ "$1" = auto ]; then
+		if ! err=$(losetup /dev/loopmq0 "$BACKDEV" 2>&1); then
+			LOOPMQ_WHY="attach failed: losetup: $err"; return 1
+		fi
+		[ "$(cat /sys/block/loopmq0/loopmq/direct_io 2>/dev/null)" = auto ] ||
+			{ LOOPMQ_WHY="loopmq0 loopmq/direct_io is not auto after attach"; return 1; }
+		log "direct I/O auto on $BACKDEV: $(tr '\n' ' ' </sys/block/loopmq0/loopmq/dio_auto)"
+	elif ! err=$(losetup --direct-io="$1" /dev/loopmq0 "$BACKDEV" 2>&1); then
 		if command -v loopmqctl >/dev/null &&
 		   loopmqctl --direct-io="$1" /dev/loopmq0 "$BACKDEV" >/dev/null 2>&1; then
 			:
@@ -456,6 +485,7 @@ loopmq_up() {	# on | off
 		{ LOOPMQ_WHY="no /sys/block/loopmq0/loopmq/mode"; return 1; }
 	[ "$(blockdev --getsize64 /dev/loopmq0 2>/dev/null || echo 0)" -gt 0 ] ||
 		{ LOOPMQ_WHY="loopmq0 has size 0 after attach"; return 1; }
+	[ "$1" = auto ] ||
 	[ "$(cat /sys/block/loopmq0/loop/dio 2>/dev/null)" = "$([ "$1" = on ] && echo 1 || echo 0)" ] ||
 		{ LOOPMQ_WHY="loopmq0 loop/dio is not $1 after attach"; return 1; }
 	if [ -n "$PIN" ]; then
@@ -524,9 +554,10 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 			else
 				skip_target loop "$m" "losetup failed: $(cat "$OUT/err")"
 			fi;;
-		loopmq|loopmq-dio-off)
+		loopmq|loopmq-dio-off|loopmq-dio-auto)
 			dio=on
 			[ "$t" = loopmq-dio-off ] && dio=off
+			[ "$t" = loopmq-dio-auto ] && dio=auto
 			# attached with the other setting: attach anew
 			[ -n "$LOOPMQ_DIO" ] && [ "$LOOPMQ_DIO" != $dio ] && loopmq_down
 			if [ -z "$LOOPMQ_DEV" ] && [ -z "$LOOPMQ_WHY" ]; then
@@ -588,7 +619,7 @@ main() {
 	xfs-pinned|ext4-pinned)
 		BACKING=$GROUP RAW=ram PIN=1
 		setup_raw ram && setup_fs "${GROUP%-pinned}" || ok=0;;
-	xfs-sparse|xfs-reflink)
+	xfs-sparse|xfs-reflink|xfs-filling)
 		BACKING=$GROUP RAW=ram
 		setup_raw ram && setup_fresh "${GROUP#xfs-}" || ok=0;;
 	tmpfs-file)
