@@ -584,6 +584,17 @@ static void loopmq_dio_work(struct work_struct *work)
 	mutex_unlock(&lo->mutex);
 }
 
+/*
+ * The device's range or file changed (LOOP_SET_STATUS, LOOP_SET_CAPACITY,
+ * LOOP_CHANGE_FD): auto maps it anew, in the caller's context, with none
+ * of our locks held.  Should that fail, the old map stays.
+ */
+static void loopmq_dio_remap(struct loopmq_device *lo)
+{
+	if (READ_ONCE(lo->dio_setting) == LOOPMQ_DIO_AUTO)
+		loopmq_set_dio_setting(lo, LOOPMQ_DIO_AUTO);
+}
+
 /* ---- bind and unbind ---- */
 
 /* Rescan the partition table, with the disk's open_mutex held. */
@@ -1184,6 +1195,7 @@ again:
 	fput(old);
 	if (lo->lo_flags & LO_FLAGS_PARTSCAN)
 		loopmq_reread_partitions(lo);
+	loopmq_dio_remap(lo);
 	return 0;
 
 out_unlock:
@@ -1196,8 +1208,8 @@ out_unlock:
 int loopmq_set_status(struct loopmq_device *lo,
 		      const struct loop_info64 *info)
 {
+	bool partscan = false, moved = false;
 	int prev, err;
-	bool partscan = false;
 
 	err = mutex_lock_killable(&lo->mutex);
 	if (err)
@@ -1220,6 +1232,7 @@ int loopmq_set_status(struct loopmq_device *lo,
 		/* Cached data of the old mapping must not survive. */
 		sync_blockdev(lo->disk->part0);
 		invalidate_bdev(lo->disk->part0);
+		moved = true;
 	}
 
 	blk_mq_freeze_queue(lo->disk->queue);
@@ -1241,6 +1254,8 @@ out_unlock:
 	mutex_unlock(&lo->mutex);
 	if (partscan)
 		loopmq_reread_partitions(lo);
+	if (!err && moved)
+		loopmq_dio_remap(lo);
 	return err;
 }
 
@@ -1395,6 +1410,8 @@ int loopmq_set_capacity(struct loopmq_device *lo)
 	else
 		loopmq_set_size(lo, loopmq_bound_size(lo));
 	mutex_unlock(&lo->mutex);
+	if (!err)
+		loopmq_dio_remap(lo);
 	return err;
 }
 

@@ -185,7 +185,8 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage
 56-enospc-race 57-fault-inject 58-sysfs-garbage 69-kmemleak
 70-signal-storm 71-remove-open-race 72-detach-partition-race
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
-77-backing-cycle 78-lockdep-inline 83-pinned 84-pin-races 89-remap-pool'
+77-backing-cycle 78-lockdep-inline 83-pinned 84-pin-races 89-remap-pool
+92-dio-auto'
 
 # Of the debug set, make check runs these every day: the checks only a
 # debug kernel can make of the inline dispatch's safety (lockdep's view of

@@ -13,7 +13,9 @@
 #   "sparse", unwritten 1000 per mille;
 # - a reflinked copy of the written image (cp --reflink): buffered,
 #   "shared", shared 1000 per mille;
-# - a file on tmpfs: buffered, "nobdev"; a block device: direct, "blockdev".
+# - a file on tmpfs: buffered, "nobdev"; a block device: direct, "blockdev";
+# - the written half of an image (sizelimit): direct; moved to its sparse
+#   half by LOOP_SET_STATUS: mapped anew, buffered.
 # A sparse image filled through the device switches to direct I/O while
 # fio writes it (switches 1): the switch writes back what the buffered
 # phase left dirty in the backing's page cache (periodic write-back is off
@@ -101,6 +103,20 @@ if part layout; then
 		{ choice "reflinked image" off shared
 		  is "$(dio_auto shared_permille)" 1000 "reflinked image: shared_permille"
 		  detach "reflinked image"; }
+
+	# half written, half sparse: the range decides, and a new range
+	# (LOOP_SET_STATUS) is mapped anew
+	truncate -s 32M $M/half
+	dd if=/dev/urandom of=$M/half bs=1M count=16 conv=notrunc,fsync status=none
+	if $LOSETUP --sizelimit 16M "$D" $M/half; then
+		choice "written half (sizelimit 16M)" on written
+		is "$(lmq-ioctl set-status $D 16777216 16777216 0)" OK "LOOP_SET_STATUS to the sparse half"
+		choice "sparse half (offset 16M): mapped anew" off sparse
+		is "$(dio_auto holes_permille)" 1000 "sparse half: holes_permille"
+		detach "half-written image"
+	else
+		fail "losetup --sizelimit 16M $D $M/half"
+	fi
 
 	head -c 8M /dev/urandom >$T/img
 	attach "tmpfs file" $T/img && { choice "tmpfs file" off nobdev; detach "tmpfs file"; }
