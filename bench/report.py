@@ -1237,7 +1237,9 @@ def publish(resdir, dest):
 #      target[:mode] (loopmq:auto, dm-linear, loop:dio-off) or loop:best
 #      (stock loop's better setting in that cell).  ctxsw: system-wide context
 #      switches per I/O, kctxsw: the loopmq kthread's own, setting: which of
-#      stock loop's settings was the better one (dio-on, dio-off).
+#      stock loop's settings was the better one (dio-on, dio-off).  cache:
+#      the page cache's growth over the cell's measured runs, MiB; switches,
+#      chosen, reason: direct I/O auto's (loopmq/dio_auto after the cell).
 # key=value: kernel=, backing=, workload= (comma-separated lists; "*" or
 #      absent: every one); except=BACKING/WORKLOAD,... leaves those cells out
 #      (each must be a selected cell: the text names them); is=WORD,... (with
@@ -1247,8 +1249,8 @@ def publish(resdir, dest):
 FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
 AGGS = ("min", "max", "median", "range", "count")
 FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict", "ctxsw", "kctxsw",
-         "setting")
-WORD_FUNCS = ("verdict", "setting")
+         "setting", "cache", "switches", "chosen", "reason")
+WORD_FUNCS = ("verdict", "setting", "chosen", "reason")
 
 
 def fmt_fig(x, spec):
@@ -1311,9 +1313,12 @@ def fig_value(cells, func, arg, k, b, w):
     c = fig_cell(cells, k, b, w, arg)
     f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
          "spread": "spread_pct", "ctxsw": "ctxsw_per_io",
-         "kctxsw": "kthread_ctxsw_per_io"}[func]
+         "kctxsw": "kthread_ctxsw_per_io", "cache": "cache_growth_kib",
+         "switches": "dio_switches", "chosen": "dio_chosen", "reason": "dio_reason"}[func]
     if c.get(f) is None:
         raise FigError("%s has no %s" % (arg, f))
+    if func == "cache":
+        return c[f] / 1024.0
     return c[f] / 100.0 if func == "spread" else c[f]
 
 
