@@ -27,6 +27,10 @@
 const char *const lmq_path_names[LOOPMQ_PATH_NR] = { LOOPMQ_PATHS(NAME) };
 const char *const lmq_fallback_names[LOOPMQ_FB_NR] = { LOOPMQ_FALLBACKS(NAME) };
 static const char *const mode_names[LOOPMQ_MODE_NR] = { LOOPMQ_MODES(NAME) };
+const char *const lmq_dio_names[LOOPMQ_DIO_NR] = { LOOPMQ_DIO_SETTINGS(NAME) };
+const char *const lmq_dio_reason_names[LOOPMQ_DIO_WHY_NR] = {
+	LOOPMQ_DIO_REASONS(NAME)
+};
 
 const char *lmq_fallback_name(unsigned int reason)
 {
@@ -45,14 +49,97 @@ const char *lmq_mode_name(unsigned int mode)
 	return mode < LOOPMQ_MODE_NR ? mode_names[mode] : NULL;
 }
 
-int lmq_mode_parse(const char *s)
+/* The index of @s in @names (@n of them), or -EINVAL. */
+static int name_index(const char *const *names, int n, const char *s)
 {
 	int i;
 
-	for (i = 0; i < LOOPMQ_MODE_NR; i++)
-		if (s && strcmp(s, mode_names[i]) == 0)
+	for (i = 0; i < n; i++)
+		if (s && strcmp(s, names[i]) == 0)
 			return i;
 	return -EINVAL;
+}
+
+int lmq_mode_parse(const char *s)
+{
+	return name_index(mode_names, LOOPMQ_MODE_NR, s);
+}
+
+const char *lmq_dio_name(unsigned int setting)
+{
+	return setting < LOOPMQ_DIO_NR ? lmq_dio_names[setting] : NULL;
+}
+
+const char *lmq_dio_reason_name(unsigned int reason)
+{
+	return reason < LOOPMQ_DIO_WHY_NR ? lmq_dio_reason_names[reason] : NULL;
+}
+
+int lmq_dio_parse(const char *s)
+{
+	if (s && !strcmp(s, "1"))
+		return LOOPMQ_DIO_ON;
+	if (s && !strcmp(s, "0"))
+		return LOOPMQ_DIO_OFF;
+	return name_index(lmq_dio_names, LOOPMQ_DIO_NR, s);
+}
+
+int lmq_dio_state_parse(const char *text, struct lmq_dio *d)
+{
+	const char *line, *end;
+	int seen = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->setting = -1;
+	d->chosen = -1;
+	d->reason = -1;
+	for (line = text; line && *line; line = end ? end + 1 : NULL) {
+		char buf[96], key[32], val[32];
+		uint64_t *num = NULL;
+		size_t len;
+
+		/* one line at a time: a value never comes from the next */
+		end = strchr(line, '\n');
+		len = end ? (size_t)(end - line) : strlen(line);
+		if (len >= sizeof(buf))
+			continue;
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		if (sscanf(buf, "%31s %31s", key, val) != 2)
+			continue;
+		if (!strcmp(key, "setting")) {
+			d->setting = name_index(lmq_dio_names, LOOPMQ_DIO_NR,
+						val);
+			seen = 1;
+		} else if (!strcmp(key, "chosen")) {
+			d->chosen = name_index(lmq_dio_names, LOOPMQ_DIO_NR,
+					       val);
+			if (d->chosen == LOOPMQ_DIO_AUTO)
+				d->chosen = -EINVAL;
+		} else if (!strcmp(key, "reason")) {
+			d->reason = name_index(lmq_dio_reason_names,
+					       LOOPMQ_DIO_WHY_NR, val);
+		} else if (!strcmp(key, "holes_permille")) {
+			num = &d->holes_permille;
+		} else if (!strcmp(key, "unwritten_permille")) {
+			num = &d->unwritten_permille;
+		} else if (!strcmp(key, "shared_permille")) {
+			num = &d->shared_permille;
+		} else if (!strcmp(key, "costly_permille")) {
+			num = &d->costly_permille;
+		} else if (!strcmp(key, "block_size")) {
+			num = &d->block_size;
+		} else if (!strcmp(key, "switches")) {
+			num = &d->switches;
+		}
+		if (num && sscanf(val, "%" SCNu64, num) != 1)
+			*num = 0;
+	}
+	/* a name this tool does not know */
+	d->setting = d->setting < 0 ? -1 : d->setting;
+	d->chosen = d->chosen < 0 ? -1 : d->chosen;
+	d->reason = d->reason < 0 ? -1 : d->reason;
+	return seen ? 0 : -EINVAL;
 }
 
 /* ---- names ------------------------------------------------------------ */
@@ -196,6 +283,14 @@ static int sysfs_read(const char *disk, const char *rel, char *buf, size_t len)
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	return 0;
+}
+
+static int sysfs_exists(const char *disk, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", disk, rel);
+	return access(path, F_OK) == 0;
 }
 
 static int sysfs_u64(const char *disk, const char *rel, uint64_t *v)
@@ -442,6 +537,29 @@ int lmq_set_direct_io(int index, int on)
 	return dev_ioctl(index, LOOP_SET_DIRECT_IO, on ? 1 : 0);
 }
 
+int lmq_set_dio(int index, unsigned int setting)
+{
+	return dev_ioctl(index, LOOPMQ_SET_DIO, setting);
+}
+
+int lmq_get_dio(int index, struct lmq_dio *d)
+{
+	char disk[LMQ_NAME_MAX], buf[512];
+	int r;
+
+	disk_name(index, disk, sizeof(disk));
+	r = sysfs_read(disk, "loopmq/dio_auto", buf, sizeof(buf));
+	if (r)
+		return r;
+	/*
+	 * An unbound device's file holds what its last binding left; the
+	 * loop/ group is there only while it is bound.
+	 */
+	if (!sysfs_exists(disk, "loop/backing_file"))
+		return -ENXIO;
+	return lmq_dio_state_parse(buf, d);
+}
+
 int lmq_set_block_size(int index, unsigned int size)
 {
 	return dev_ioctl(index, LOOP_SET_BLOCK_SIZE, size);
@@ -505,6 +623,8 @@ int lmq_get_info(int index, struct lmq_info *in)
 		in->have_mode = 1;
 	if (lmq_get_stats(index, &in->stats) == 0)
 		in->have_stats = 1;
+	if (in->bound && lmq_get_dio(index, &in->dio_state) == 0)
+		in->have_dio_state = 1;
 	return 0;
 }
 
@@ -562,6 +682,7 @@ const char *lmq_attach_step_name(enum lmq_attach_step step)
 		[LMQ_STEP_SET_STATUS] = "set status",
 		[LMQ_STEP_SET_BLOCK_SIZE] = "set sector size",
 		[LMQ_STEP_SET_DIRECT_IO] = "set direct-io",
+		[LMQ_STEP_SET_DIO] = "set direct-io",
 		[LMQ_STEP_SET_MODE] = "set mode",
 		[LMQ_STEP_SET_REMAP] = "set remap",
 	};
@@ -589,7 +710,7 @@ static int attach_legacy(int dfd, int ffd, const struct loop_config *cfg,
 	    ioctl(dfd, LOOP_SET_BLOCK_SIZE, (unsigned long)a->block_size) < 0)
 		goto undo;
 	*step = LMQ_STEP_SET_DIRECT_IO;
-	if (a->direct_io &&
+	if (a->dio_setting == LOOPMQ_DIO_ON &&
 	    ioctl(dfd, LOOP_SET_DIRECT_IO, 1UL) < 0)
 		goto undo;
 	return 0;
@@ -600,6 +721,22 @@ undo:
 		ioctl(dfd, LOOP_CLR_FD, 0);
 		return e;
 	}
+}
+
+/*
+ * A device just attached without direct I/O asked for: has the driver's
+ * dio_default given it another setting than off?
+ */
+static int dio_not_off(int index)
+{
+	char disk[LMQ_NAME_MAX], buf[32];
+	int on = 0;
+
+	disk_name(index, disk, sizeof(disk));
+	if (sysfs_read(disk, "loopmq/direct_io", buf, sizeof(buf)) == 0)
+		return lmq_dio_parse(buf) != LOOPMQ_DIO_OFF;
+	/* the stock driver, a loopmq without the setting: dio_default=Y */
+	return sysfs_bool(disk, "loop/dio", &on) == 0 && on;
 }
 
 int lmq_attach(int index, const struct lmq_attach *a,
@@ -631,7 +768,7 @@ int lmq_attach(int index, const struct lmq_attach *a,
 		cfg.info.lo_flags |= LO_FLAGS_READ_ONLY;
 	if (a->partscan)
 		cfg.info.lo_flags |= LO_FLAGS_PARTSCAN;
-	if (a->direct_io)
+	if (a->dio_setting == LOOPMQ_DIO_ON)
 		cfg.info.lo_flags |= LO_FLAGS_DIRECT_IO;
 	real = realpath(a->file, NULL);
 	snprintf((char *)cfg.info.lo_file_name, LO_NAME_SIZE, "%s",
@@ -650,6 +787,19 @@ int lmq_attach(int index, const struct lmq_attach *a,
 		r = attach_legacy(dfd, ffd, &cfg, a, step);
 	else if (r < 0)
 		r = -errno;
+	if (r == 0 && (a->dio_setting == LOOPMQ_DIO_AUTO ||
+		       (a->dio_setting == LOOPMQ_DIO_OFF && dio_not_off(index)))) {
+		*step = LMQ_STEP_SET_DIO;
+		if (a->dio_setting == LOOPMQ_DIO_AUTO)
+			r = ioctl(dfd, LOOPMQ_SET_DIO,
+				  (unsigned long)LOOPMQ_DIO_AUTO);
+		else
+			r = ioctl(dfd, LOOP_SET_DIRECT_IO, 0UL);
+		if (r < 0) {
+			r = -errno;
+			ioctl(dfd, LOOP_CLR_FD, 0);
+		}
+	}
 	if (r == 0 && a->mode >= 0) {
 		struct loopmq_mode_info mi;
 

@@ -26,6 +26,26 @@
 
 #define LMQ_NAME_MAX	64
 
+/*
+ * The direct-I/O state of a bound loopmq device, as sysfs loopmq/dio_auto
+ * gives it: the setting, what the device uses now and why; for "auto", the
+ * shares of the device's range (per mille) that were holes, unwritten and
+ * shared extents when it was mapped, the share of its blocks costly for
+ * direct I/O now, the block size of that map and the switches since.
+ * A name this tool does not know (a newer module's) is -1.
+ */
+struct lmq_dio {
+	int		setting;		/* enum loopmq_dio_setting */
+	int		chosen;			/* LOOPMQ_DIO_ON or LOOPMQ_DIO_OFF */
+	int		reason;			/* enum loopmq_dio_reason */
+	uint64_t	holes_permille;
+	uint64_t	unwritten_permille;
+	uint64_t	shared_permille;
+	uint64_t	costly_permille;
+	uint64_t	block_size;		/* 0: no map */
+	uint64_t	switches;
+};
+
 /* Everything known about one device, bound or not. */
 struct lmq_info {
 	int		index;
@@ -45,6 +65,8 @@ struct lmq_info {
 	unsigned int	mode;			/* enum loopmq_mode */
 	int		have_stats;		/* stats is valid */
 	struct loopmq_stats stats;
+	int		have_dio_state;		/* dio_state is valid (bound) */
+	struct lmq_dio	dio_state;
 };
 
 /* What to attach and how. */
@@ -55,7 +77,12 @@ struct lmq_attach {
 	unsigned int	block_size;	/* 0 = driver default */
 	int		read_only;
 	int		partscan;
-	int		direct_io;	/* 0 off, 1 on */
+	/*
+	 * enum loopmq_dio_setting, or -1 to leave it to the driver (its
+	 * dio_default): on goes with the attach (LO_FLAGS_DIRECT_IO), off and
+	 * auto are set right after it
+	 */
+	int		dio_setting;
 	int		mode;		/* enum loopmq_mode, or -1 to leave alone */
 	int		remap;		/* LOOPMQ_REMAP_*, or -1 to leave alone */
 };
@@ -95,6 +122,7 @@ enum lmq_attach_step {
 	LMQ_STEP_SET_STATUS,	/* the rest, on kernels without LOOP_CONFIGURE */
 	LMQ_STEP_SET_BLOCK_SIZE,
 	LMQ_STEP_SET_DIRECT_IO,
+	LMQ_STEP_SET_DIO,	/* direct I/O off or auto, after the attach */
 	LMQ_STEP_SET_MODE,	/* loopmq's dispatch mode */
 	LMQ_STEP_SET_REMAP,	/* pin the file (LOOPMQ_SET_REMAP) */
 };
@@ -105,13 +133,15 @@ const char *lmq_attach_step_name(enum lmq_attach_step step);
  * Attach a backing file.  LOOP_CONFIGURE, or LOOP_SET_FD +
  * LOOP_SET_STATUS64 (+ block size, dio) when the kernel answers
  * ENOTTY/EINVAL.  When a later step (e.g. the mode) fails, the device is
- * detached again.  *step is the step that failed.
+ * detached again.  *step is the step that failed.  Direct I/O off is
+ * asked for (LOOP_SET_DIRECT_IO) only where the device came up with
+ * another setting (a dio_default of Y or auto); auto is LOOPMQ_SET_DIO.
  */
 int lmq_attach(int index, const struct lmq_attach *a,
 	       enum lmq_attach_step *step);
 int lmq_detach(int index);
 int lmq_set_capacity(int index);
-int lmq_set_direct_io(int index, int on);
+int lmq_set_direct_io(int index, int on);		/* LOOP_SET_DIRECT_IO */
 int lmq_set_block_size(int index, unsigned int size);
 
 /* loopmq's own ioctls. */
@@ -121,6 +151,9 @@ int lmq_get_stats(int index, struct loopmq_stats *st);
 int lmq_reset_stats(int index);
 int lmq_set_remap(int index, unsigned int remap);	/* LOOPMQ_REMAP_* */
 int lmq_get_pinned(int index);			/* 1, 0 or -errno */
+int lmq_set_dio(int index, unsigned int setting);	/* LOOPMQ_SET_DIO */
+/* sysfs loopmq/dio_auto; -ENXIO: not bound, -ENOENT: no such file */
+int lmq_get_dio(int index, struct lmq_dio *d);
 
 /* Helpers. */
 const char *lmq_mode_name(unsigned int mode);	/* NULL if unknown */
@@ -128,6 +161,20 @@ int lmq_mode_parse(const char *s);		/* mode or -EINVAL */
 extern const char *const lmq_path_names[LOOPMQ_PATH_NR];
 extern const char *const lmq_fallback_names[LOOPMQ_FB_NR];
 const char *lmq_fallback_name(unsigned int reason);	/* never NULL */
+extern const char *const lmq_dio_names[LOOPMQ_DIO_NR];
+extern const char *const lmq_dio_reason_names[LOOPMQ_DIO_WHY_NR];
+const char *lmq_dio_name(unsigned int setting);		/* NULL if unknown */
+const char *lmq_dio_reason_name(unsigned int reason);	/* NULL if unknown */
+/*
+ * A direct-I/O setting by its name, or 1 and 0 for on and off (as
+ * losetup's --direct-io takes them); -EINVAL for anything else.
+ */
+int lmq_dio_parse(const char *s);
+/*
+ * The text of sysfs loopmq/dio_auto ("key value" lines) into *d; a line
+ * it does not know is skipped.  -EINVAL: no "setting" line.
+ */
+int lmq_dio_state_parse(const char *text, struct lmq_dio *d);
 /*
  * Parse a non-negative size with an optional suffix: K, M, G, T, P, E
  * (also KiB, MiB ...) are powers of 1024; KB, MB ... powers of 1000.

@@ -72,8 +72,11 @@ static void try_help(void)
 
 enum col_type { T_STR, T_NUM, T_BOOL };
 
-/* A column's cell: a field of lmq_info, a path or a fallback counter. */
-enum col_src { S_INFO, S_PATH, S_FB };
+/*
+ * A column's cell: a field of lmq_info, a path or a fallback counter, or
+ * the direct-I/O state (sysfs loopmq/dio_auto).
+ */
+enum col_src { S_INFO, S_PATH, S_FB, S_DIO, S_NR };
 
 #define COL_PATH_ID(id, name, help)	C_##id,
 #define COL_FB_ID(id, name, help)	C_FB_##id,
@@ -87,8 +90,19 @@ enum col_id {
 	C_FALLBACKS,
 	LOOPMQ_FALLBACKS(COL_FB_ID)
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
-	C_NR
+	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
+	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES,
+	C_NR,
+	/*
+	 * Not columns of their own: the two values of DIRECT-IO, which it is
+	 * in JSON and --stats (expand_columns())
+	 */
+	C_DIO_SETTING = C_NR, C_DIO_CHOSEN,
+	C_ALL
 };
+
+/* the most columns -O takes; JSON and --stats may make one two */
+#define MAX_COLS	(C_NR * 2)
 
 struct column {
 	const char	*name;		/* NULL: init_columns makes it */
@@ -99,7 +113,7 @@ struct column {
 	int		stat;		/* S_PATH, S_FB: index in loopmq_stats */
 	/*
 	 * The name --stats gives it (S_PATH, S_FB: the name in the list);
-	 * NULL: not a --stats column
+	 * NULL: not a --stats column.  S_DIO: its JSON key with -l too.
 	 */
 	const char	*stat_name;
 };
@@ -110,7 +124,7 @@ struct column {
 	[C_FB_##id] = { NULL, T_NUM, 1, "fallbacks: " help, S_FB, \
 			LOOPMQ_FB_##id, name },
 
-static struct column columns[C_NR] = {
+static struct column columns[C_ALL] = {
 	[C_NAME]	= { "NAME", T_STR, 0, "loop device name", S_INFO, 0,
 			    "name" },
 	[C_AUTOCLEAR]	= { "AUTOCLEAR", T_BOOL, 1, "autoclear flag set" },
@@ -142,7 +156,52 @@ static struct column columns[C_NR] = {
 			      "peak_inflight" },
 	[C_ERRORS]	= { "ERRORS", T_NUM, 1, "requests completed with error",
 			    S_INFO, 0, "errors" },
+	[C_DIRECT_IO]	= { "DIRECT-IO", T_STR, 0, NULL /* init_columns */,
+			    S_DIO },
+	[C_DIO_REASON]	= { "DIO-REASON", T_STR, 0,
+			    "why direct I/O is on or off (see loopmq(4))", S_DIO,
+			    0, "dio_reason" },
+	[C_DIO_HOLES]	= { "DIO-HOLES", T_NUM, 1,
+			    "auto: holes when mapped, per mille", S_DIO, 0,
+			    "dio_holes_permille" },
+	[C_DIO_UNWRITTEN] = { "DIO-UNWRITTEN", T_NUM, 1,
+			      "auto: unwritten extents when mapped, per mille",
+			      S_DIO, 0, "dio_unwritten_permille" },
+	[C_DIO_SHARED]	= { "DIO-SHARED", T_NUM, 1,
+			    "auto: shared extents when mapped, per mille", S_DIO,
+			    0, "dio_shared_permille" },
+	[C_DIO_COSTLY]	= { "DIO-COSTLY", T_NUM, 1,
+			    "auto: blocks costly for direct I/O now, per mille",
+			    S_DIO, 0, "dio_costly_permille" },
+	[C_DIO_BLOCK]	= { "DIO-BLOCK", T_NUM, 1,
+			    "auto: block size of its map, 0 without one", S_DIO,
+			    0, "dio_block_size" },
+	[C_DIO_SWITCHES] = { "DIO-SWITCHES", T_NUM, 1,
+			     "auto: switches since the setting was made", S_DIO,
+			     0, "dio_switches" },
+	/* DIRECT-IO's two values (expand_columns()) */
+	[C_DIO_SETTING]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "direct_io" },
+	[C_DIO_CHOSEN]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "dio_chosen" },
 };
+
+/*
+ * The @n names of @names into @buf: @sep between them and @last before
+ * the last one.
+ */
+static const char *name_list(const char *const *names, int n,
+			     const char *sep, const char *last, char *buf,
+			     size_t len)
+{
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s",
+				      !i ? "" : i + 1 < n ? sep : last,
+				      names[i]);
+	return buf;
+}
 
 /*
  * The mode names, ", " between them and @last before the last one; valid
@@ -150,16 +209,22 @@ static struct column columns[C_NR] = {
  */
 static const char *mode_list(const char *last)
 {
+	static const char *names[LOOPMQ_MODE_NR];
 	static char buf[128];
-	size_t o = 0;
 	unsigned int m;
 
-	buf[0] = '\0';
-	for (m = 0; m < LOOPMQ_MODE_NR && o < sizeof(buf); m++)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
-				      !m ? "" : m + 1 < LOOPMQ_MODE_NR ? ", " : last,
-				      lmq_mode_name(m));
-	return buf;
+	for (m = 0; m < LOOPMQ_MODE_NR; m++)
+		names[m] = lmq_mode_name(m);
+	return name_list(names, LOOPMQ_MODE_NR, ", ", last, buf, sizeof(buf));
+}
+
+/* The direct-I/O settings, as mode_list() */
+static const char *dio_list(const char *sep, const char *last)
+{
+	static char buf[128];
+
+	return name_list(lmq_dio_names, LOOPMQ_DIO_NR, sep, last, buf,
+			 sizeof(buf));
 }
 
 /*
@@ -169,7 +234,7 @@ static const char *mode_list(const char *last)
  */
 static void init_columns(void)
 {
-	static char names[C_NR][32], mode_help[160];
+	static char names[C_NR][32], mode_help[160], dio_help[160];
 	const char *s;
 	size_t o;
 	int c;
@@ -177,8 +242,13 @@ static void init_columns(void)
 	snprintf(mode_help, sizeof(mode_help), "dispatch mode (%s)",
 		 mode_list(", "));
 	columns[C_MODE].help = mode_help;
+	snprintf(dio_help, sizeof(dio_help),
+		 "direct I/O, setting:chosen (setting %s; chosen %s or %s)",
+		 dio_list(", ", " or "), lmq_dio_name(LOOPMQ_DIO_ON),
+		 lmq_dio_name(LOOPMQ_DIO_OFF));
+	columns[C_DIRECT_IO].help = dio_help;
 	for (c = 0; c < C_NR; c++) {
-		if (columns[c].src == S_INFO)
+		if (columns[c].name)
 			continue;
 		o = (size_t)snprintf(names[c], sizeof(names[c]), "%s",
 				     columns[c].src == S_FB ? "FB-" : "");
@@ -193,18 +263,21 @@ static void init_columns(void)
 
 static const enum col_id default_columns[] = {
 	C_NAME, C_SIZELIMIT, C_OFFSET, C_AUTOCLEAR, C_RO, C_BACK_FILE, C_DIO,
-	C_LOG_SEC, C_MODE,
+	C_LOG_SEC, C_MODE, C_DIRECT_IO, C_DIO_REASON,
 };
 
 /*
  * The columns of --stats, in its order: the device, its mode, then the
- * counters in the order of sysfs loopmq/stats.
+ * counters in the order of sysfs loopmq/stats, then the direct-I/O state
+ * in the order of sysfs loopmq/dio_auto.
  */
 static const enum col_id stats_columns[] = {
 	C_NAME, C_MODE,
 	LOOPMQ_PATHS(COL_PATH_ID)
 	LOOPMQ_FALLBACKS(COL_FB_ID)
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
+	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
+	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES,
 };
 
 #define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
@@ -216,9 +289,16 @@ struct cell {
 	int		b;
 };
 
+/* A name of a list for a cell: "?" for a value this tool does not know. */
+static const char *known(const char *name)
+{
+	return name ? name : "?";
+}
+
 static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 {
 	const struct loopmq_stats *st = &in->stats;
+	const struct lmq_dio *d = &in->dio_state;
 	int need_bound = 1, need_stats = 0, i;
 
 	memset(v, 0, sizeof(*v));
@@ -288,18 +368,59 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 		v->num = st->errors;
 		need_stats = 1;
 		break;
+	case C_DIRECT_IO:
+		snprintf(v->str, sizeof(v->str), "%s:%s",
+			 known(lmq_dio_name(d->setting)),
+			 known(lmq_dio_name(d->chosen)));
+		break;
+	case C_DIO_SETTING:
+		snprintf(v->str, sizeof(v->str), "%s",
+			 known(lmq_dio_name(d->setting)));
+		break;
+	case C_DIO_CHOSEN:
+		snprintf(v->str, sizeof(v->str), "%s",
+			 known(lmq_dio_name(d->chosen)));
+		break;
+	case C_DIO_REASON:
+		snprintf(v->str, sizeof(v->str), "%s",
+			 known(lmq_dio_reason_name(d->reason)));
+		break;
+	case C_DIO_HOLES:
+		v->num = d->holes_permille;
+		break;
+	case C_DIO_UNWRITTEN:
+		v->num = d->unwritten_permille;
+		break;
+	case C_DIO_SHARED:
+		v->num = d->shared_permille;
+		break;
+	case C_DIO_COSTLY:
+		v->num = d->costly_permille;
+		break;
+	case C_DIO_BLOCK:
+		v->num = d->block_size;
+		break;
+	case C_DIO_SWITCHES:
+		v->num = d->switches;
+		break;
 	default:
 		/* the columns of the header's lists */
 		if (columns[c].src == S_PATH)
 			v->num = st->path[columns[c].stat];
 		else if (columns[c].src == S_FB)
 			v->num = st->fallback[columns[c].stat];
-		need_stats = columns[c].src != S_INFO;
+		need_stats = columns[c].src == S_PATH ||
+			     columns[c].src == S_FB;
 		break;
 	}
 	if (need_stats) {
 		need_bound = 0;
 		v->null = !in->have_stats;
+	}
+	if (columns[c].src == S_DIO) {
+		/* read only from a bound device */
+		need_bound = 0;
+		v->null = !in->have_dio_state;
 	}
 	if (need_bound && !in->bound) {
 		/* like losetup: flags of an unbound device read as 0 */
@@ -329,13 +450,33 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 struct outfmt {
 	int	json, raw, noheadings, stats;
 	int	ncols;
-	enum col_id cols[C_NR * 2];
+	enum col_id cols[MAX_COLS * 2];
 };
 
 static void set_columns(struct outfmt *f, const enum col_id *cols, int n)
 {
 	for (f->ncols = 0; f->ncols < n; f->ncols++)
 		f->cols[f->ncols] = cols[f->ncols];
+}
+
+/*
+ * JSON and --stats give each value a key (a line) of its own: DIRECT-IO
+ * ("setting:chosen") is two there, direct_io and dio_chosen.
+ */
+static void expand_columns(struct outfmt *f)
+{
+	enum col_id cols[MAX_COLS * 2];
+	int i, n = 0;
+
+	for (i = 0; i < f->ncols && n + 1 < MAX_COLS * 2; i++) {
+		if (f->cols[i] == C_DIRECT_IO) {
+			cols[n++] = C_DIO_SETTING;
+			cols[n++] = C_DIO_CHOSEN;
+		} else {
+			cols[n++] = f->cols[i];
+		}
+	}
+	set_columns(f, cols, n);
 }
 
 /*
@@ -402,7 +543,7 @@ static void json_value(enum col_id c, const struct cell *v)
 }
 
 /* --stats: the objects of the path and of the fallback counters */
-static const char *const json_groups[] = {
+static const char *const json_groups[S_NR] = {
 	[S_PATH] = "paths", [S_FB] = "fallbacks",
 };
 
@@ -439,8 +580,9 @@ static void print_json(const struct outfmt *f, const struct lmq_info *infos,
 				}
 				cur = group;
 			}
-			json_key(f->stats ? columns[c].stat_name :
-				 columns[c].name);
+			/* -l: the column's name, but as --stats for S_DIO */
+			json_key(f->stats || columns[c].src == S_DIO ?
+				 columns[c].stat_name : columns[c].name);
 			get_cell(&infos[i], c, &v);
 			json_value(c, &v);
 		}
@@ -513,7 +655,7 @@ static void table_cell(const struct outfmt *f, const struct lmq_info *infos,
 static void print_table(const struct outfmt *f, const struct lmq_info *infos,
 			int n)
 {
-	size_t width[C_NR * 2], enc_len = 4 * (PATH_MAX + 32);
+	size_t width[MAX_COLS * 2], enc_len = 4 * (PATH_MAX + 32);
 	int ncols = table_cols(f), nlines = table_lines(f, n);
 	/* --stats has always had two blanks between its columns */
 	const char *sep = f->stats && !f->raw ? "  " : " ";
@@ -610,7 +752,7 @@ static int parse_columns(const char *spec, struct outfmt *f)
 			rc = -1;
 			break;
 		}
-		if (f->ncols >= (int)(sizeof(f->cols) / sizeof(f->cols[0]))) {
+		if (f->ncols >= MAX_COLS) {
 			error_at(NULL, 0, "too many columns: %s", spec);
 			rc = -1;
 			break;
@@ -706,8 +848,11 @@ static int check_exclusive(int c, int seen[])
 
 static void usage(void)
 {
+	char dio_opt[64];
 	int c;
 
+	snprintf(dio_opt, sizeof(dio_opt), "--direct-io[=<%s>]",
+		 dio_list("|", "|"));
 	printf("\nUsage:\n"
 	       " %1$s [options] [<loopmqdev>]\n"
 	       " %1$s [options] -f | <loopmqdev> <file>\n"
@@ -726,7 +871,8 @@ static void usage(void)
 	       " -b, --sector-size <num>       set the logical sector size to <num>\n"
 	       " -P, --partscan                create a partitioned loop device\n"
 	       " -r, --read-only               set up a read-only loop device\n"
-	       "     --direct-io[=<on|off>]    open backing file with O_DIRECT\n"
+	       "     %3$-25s open backing file with O_DIRECT (auto:\n"
+	       "                               loopmq chooses from the file's layout)\n"
 	       "     --mode <mode>             dispatch mode: %2$s\n"
 	       "     --remap <pinned|file>     pin the file and remap its I/O to the disk,\n"
 	       "                               or go through the file again\n"
@@ -745,7 +891,8 @@ static void usage(void)
 	       "\n"
 	       " -h, --help                    display this help\n"
 	       " -V, --version                 display version\n"
-	       "\nAvailable output columns:\n", prog, mode_list(", "));
+	       "\nAvailable output columns:\n", prog, mode_list(", "),
+	       dio_opt);
 	for (c = 0; c < C_NR; c++)
 		printf(" %13s  %s\n", columns[c].name, columns[c].help);
 	printf("\nSizes accept K, M, G, T, P, E (KiB, MiB ...: powers of 1024)"
@@ -1016,6 +1163,40 @@ static void pin_failed(const char *dev, const char *file, int err,
 	error_at(dev, err, "cannot pin %s: %s%s", file, why, tail);
 }
 
+/*
+ * Report a failed direct-I/O setting @setting of @dev (LOOP_SET_DIRECT_IO,
+ * LOOPMQ_SET_DIO) with its cause.
+ */
+static void dio_failed(const char *dev, int setting, int err,
+		       const char *tail)
+{
+	const char *why = NULL;
+
+	switch (err) {
+	case ENOTTY:
+	case EINVAL:
+		/* what loopmq and the stock driver answer to an unknown ioctl */
+		if (setting == LOOPMQ_DIO_AUTO)
+			why = "the driver has no direct I/O auto (LOOPMQ_SET_DIO): "
+			      "an older loopmq module or not loopmq";
+		else if (setting == LOOPMQ_DIO_ON)
+			why = "the backing file does not take direct I/O at "
+			      "this offset and sector size";
+		break;
+	case ENXIO:
+		why = "no file is attached to it";
+		break;
+	case EPERM:
+		why = "this needs CAP_SYS_ADMIN";
+		break;
+	case EAGAIN:
+		why = "its backing file changed while it was mapped; try again";
+		break;
+	}
+	error_at(dev, err, "set direct-io %s failed%s%s%s",
+		 lmq_dio_name(setting), why ? ": " : "", why ? why : "", tail);
+}
+
 static int do_attach(const struct opts *o, const char *devarg,
 		     const char *file)
 {
@@ -1070,7 +1251,7 @@ static int do_attach(const struct opts *o, const char *devarg,
 	a.block_size = o->have_bs ? o->bs : 0;
 	a.read_only = o->ro;
 	a.partscan = o->partscan;
-	a.direct_io = o->have_dio && o->dio;
+	a.dio_setting = o->have_dio ? o->dio : -1;
 	a.mode = o->have_mode ? o->mode : -1;
 	a.remap = o->have_remap ? o->remap : -1;
 
@@ -1105,6 +1286,10 @@ static int do_attach(const struct opts *o, const char *devarg,
 		case LMQ_STEP_SET_REMAP:
 			pin_failed(path, file, -r, " (device detached again)");
 			break;
+		case LMQ_STEP_SET_DIO:
+			dio_failed(path, a.dio_setting, -r,
+				   " (device detached again)");
+			break;
 		default:
 			error_at(path, -r, "%s failed (device detached again)",
 				 lmq_attach_step_name(step));
@@ -1112,7 +1297,8 @@ static int do_attach(const struct opts *o, const char *devarg,
 		}
 		return 1;
 	}
-	if (a.direct_io && lmq_get_info(index, &in) == 0 && !in.dio)
+	if (a.dio_setting == LOOPMQ_DIO_ON && lmq_get_info(index, &in) == 0 &&
+	    !in.dio)
 		fprintf(stderr, "%s: %s: warning: direct I/O not enabled "
 			"(the backing file does not support it)\n", prog, path);
 	if (o->show)
@@ -1135,9 +1321,13 @@ static int do_set(const struct opts *o, const char *devarg)
 		}
 	}
 	if (o->have_dio) {
-		r = lmq_set_direct_io(index, o->dio);
+		/* on and off as losetup; auto is loopmq's */
+		if (o->dio == LOOPMQ_DIO_AUTO)
+			r = lmq_set_dio(index, LOOPMQ_DIO_AUTO);
+		else
+			r = lmq_set_direct_io(index, o->dio == LOOPMQ_DIO_ON);
 		if (r) {
-			error_at(path, -r, "set direct-io failed");
+			dio_failed(path, o->dio, -r, "");
 			return 1;
 		}
 	}
@@ -1352,7 +1542,10 @@ static int do_list(const struct opts *o, const struct outfmt *f,
 	return rc;
 }
 
-/* What --stats shows of a device: the answer of LOOPMQ_GET_STATS alone. */
+/*
+ * What --stats shows of a device: the answer of LOOPMQ_GET_STATS, and the
+ * direct-I/O state of a bound one.
+ */
 static int get_stats_info(int index, struct lmq_info *in)
 {
 	int r;
@@ -1366,6 +1559,8 @@ static int get_stats_info(int index, struct lmq_info *in)
 	in->have_stats = 1;
 	in->have_mode = 1;
 	in->mode = in->stats.mode;
+	if (lmq_get_dio(index, &in->dio_state) == 0)
+		in->have_dio_state = 1;
 	return 0;
 }
 
@@ -1511,15 +1706,12 @@ int main(int argc, char **argv)
 			o.ro = 1;
 			break;
 		case OPT_DIO:
-			if (!optarg || !strcmp(optarg, "on") ||
-			    !strcmp(optarg, "1")) {
-				o.dio = 1;
-			} else if (!strcmp(optarg, "off") ||
-				   !strcmp(optarg, "0")) {
-				o.dio = 0;
-			} else {
+			/* alone, as losetup's: on */
+			o.dio = optarg ? lmq_dio_parse(optarg) : LOOPMQ_DIO_ON;
+			if (o.dio < 0) {
 				error_at(NULL, 0, "invalid --direct-io argument "
-					 "'%s' (expected on or off)", optarg);
+					 "'%s' (expected %s)", optarg,
+					 dio_list(", ", " or "));
 				return 1;
 			}
 			o.have_dio = 1;
@@ -1700,6 +1892,8 @@ int main(int argc, char **argv)
 		f.stats = 1;
 		set_columns(&f, stats_columns, ARRAY_SIZE(stats_columns));
 	}
+	if (f.json || f.stats)
+		expand_columns(&f);
 
 	switch (o.act) {
 	case A_ATTACH:

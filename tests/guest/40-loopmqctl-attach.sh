@@ -6,9 +6,16 @@
 # the status util-linux losetup reads, the size blockdev sees, and data
 # written through the device read back from the file (and the reverse).
 # Also -f/--show, -f alone, -c, live --direct-io/-b/--mode, -d in every
-# device-name form, -D.  LMQ_DRIVER=loop (or lmq_driver=loop on the kernel
-# command line) runs it against the stock loop driver through the tool's
-# test-only LOOPMQCTL_PREFIX=loop.
+# device-name form, -D.  --direct-io=auto (loopmq only), at attach and
+# live, on files on ext4: a sparse image (holes) and a preallocated one
+# (unwritten extents, as lmq_backing's) get buffered I/O, reason sparse; a
+# fully written one direct I/O, reason written; sysfs loopmq/direct_io
+# reads auto and the tool's -l, -l -J and --stats -J show what sysfs
+# loopmq/dio_auto says.  --direct-io=off at attach is off even under
+# dio_default=auto; --direct-io=bogus is refused (exit 1, the names in the
+# message) and changes nothing.  LMQ_DRIVER=loop (or lmq_driver=loop on
+# the kernel command line) runs it against the stock loop driver through
+# the tool's test-only LOOPMQCTL_PREFIX=loop.
 DESCRIPTION="every loopmqctl setup option against the device state it must produce"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
@@ -28,6 +35,97 @@ diag "driver $LMQ_MOD, tool $LOOPMQCTL, util-linux losetup ${LOSETUP:-missing}"
 
 F=$W/a.img
 truncate -s 16M $F
+
+# dio_auto DEV KEY: one value of sysfs loopmq/dio_auto
+dio_auto() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$2" ] && { echo "$v"; return 0; }
+	done </sys/block/${1##*/}/loopmq/dio_auto
+}
+# auto_is TAG DEV CHOSEN REASON SHARE: what --direct-io=auto made of DEV,
+# in sysfs and in the tool's three views; SHARE "holes|unwritten N" (per
+# mille of the range when it was mapped)
+auto_is() {
+	local tag=$1 d=$2 chosen=$3 why=$4 k=${5% *} n=${5#* } dio=0 js
+	[ "$chosen" = on ] && dio=1
+	is "$(sysv $d loopmq/direct_io)" auto "$tag: loopmq/direct_io reads auto"
+	is "$(dio_auto $d chosen) $(dio_auto $d reason) $(dio_auto $d ${k}_permille)" "$chosen $why $n" \
+		"$tag: the module chose $chosen ($why, $k $n per mille)"
+	is "$(sysv $d loop/dio)" $dio "$tag: loop/dio $dio"
+	is "$("$LOOPMQCTL" -l -n --raw -O DIO,DIRECT-IO,DIO-REASON $d)" "$dio auto:$chosen $why" \
+		"$tag: -l shows DIO $dio, DIRECT-IO auto:$chosen, DIO-REASON $why"
+	like "$("$LOOPMQCTL" -l $d | head -n 1)" ' MODE +DIRECT-IO +DIO-REASON$' "$tag: -l has them by default"
+	js=$("$LOOPMQCTL" -l -J $d | jq -r '.loopdevices[0] | "\(.dio) \(.direct_io) \(.dio_chosen) \(.dio_reason)"')
+	is "$js" "$([ $dio = 1 ] && echo true || echo false) auto $chosen $why" \
+		"$tag: -l -J dio, direct_io, dio_chosen, dio_reason"
+	js=$("$LOOPMQCTL" --stats -J $d | jq -r ".loopdevices[0] | \"\\(.direct_io) \\(.dio_chosen) \\(.dio_reason) \\(.dio_${k}_permille) \\(.dio_switches)\"")
+	is "$js" "auto $chosen $why $n $(dio_auto $d switches)" \
+		"$tag: --stats -J direct_io, dio_chosen, dio_reason, dio_${k}_permille, dio_switches"
+}
+# files on ext4 on the scratch disk (mounted on /mnt/t40 by the caller)
+dio_auto_checks() {
+	local S=/mnt/t40/sparse.img P=/mnt/t40/prealloc.img WR=/mnt/t40/written.img D
+	truncate -s 8M $S
+	fallocate -l 8M $P
+	dd if=/dev/urandom of=$WR bs=1M count=8 conv=fsync status=none
+	run "$LOOPMQCTL" -f --show --direct-io=auto $S
+	D=$out
+	is "$rc:$err" "0:" "attach --direct-io=auto, sparse image"
+	auto_is "auto, sparse image" $D off sparse "holes 1000"
+	"$LOOPMQCTL" -d $D
+	run "$LOOPMQCTL" -f --show --direct-io=auto $P
+	D=$out
+	is "$rc:$err" "0:" "attach --direct-io=auto, preallocated image"
+	auto_is "auto, preallocated image" $D off sparse "unwritten 1000"
+	"$LOOPMQCTL" -d $D
+	run "$LOOPMQCTL" -f --show --direct-io=auto $WR
+	D=$out
+	is "$rc:$err" "0:" "attach --direct-io=auto, fully written image"
+	auto_is "auto, written image" $D on written "holes 0"
+	"$LOOPMQCTL" -d $D
+	run env LOOPMQCTL_LEGACY_ATTACH=1 "$LOOPMQCTL" -f --show --direct-io=auto $S
+	D=$out
+	is "$rc:$(sysv $D loopmq/direct_io):$(dio_auto $D reason)" "0:auto:sparse" "legacy attach --direct-io=auto"
+	"$LOOPMQCTL" -d $D
+
+	# on an attached device: off (the module's default), then auto, off, on
+	D=$("$LOOPMQCTL" -f --show $WR)
+	is "$("$LOOPMQCTL" -l -n -O DIRECT-IO,DIO-REASON $D | tr -s ' ')" "off:off set" "attached without --direct-io: off:off, reason set"
+	run "$LOOPMQCTL" --direct-io=auto $D
+	is "$rc:$out:$err" "0::" "live --direct-io=auto"
+	auto_is "live auto, written image" $D on written "holes 0"
+	check "live --direct-io=off after auto" "$LOOPMQCTL" --direct-io=off $D
+	is "$(sysv $D loopmq/direct_io) $(sysv $D loop/dio) $("$LOOPMQCTL" -l -n -O DIRECT-IO,DIO-REASON $D | tr -s ' ')" \
+		"off 0 off:off set" "live --direct-io=off: setting off, buffered, reason set"
+	check "live --direct-io=on" "$LOOPMQCTL" --direct-io=on $D
+	is "$(sysv $D loopmq/direct_io) $(sysv $D loop/dio) $("$LOOPMQCTL" -l -n -O DIRECT-IO $D)" \
+		"on 1 on:on" "live --direct-io=on: setting on, direct"
+	"$LOOPMQCTL" -d $D
+	D=$("$LOOPMQCTL" -f --show $S)
+	check "live --direct-io=auto, sparse image" "$LOOPMQCTL" --direct-io=auto $D
+	auto_is "live auto, sparse image" $D off sparse "holes 1000"
+	"$LOOPMQCTL" -d $D
+
+	# under dio_default=auto an attach without --direct-io is auto, and
+	# --direct-io=off is off
+	lmq_unload
+	if lmq_load dio_default=auto; then
+		D=$("$LOOPMQCTL" -f --show $WR)
+		is "$(sysv $D loopmq/direct_io) $(sysv $D loop/dio)" "auto 1" \
+			"dio_default=auto, no --direct-io: auto, direct (control)"
+		"$LOOPMQCTL" -d $D
+		run "$LOOPMQCTL" -f --show --direct-io=off $WR
+		D=$out
+		is "$rc:$(sysv $D loopmq/direct_io):$(sysv $D loop/dio)" "0:off:0" \
+			"dio_default=auto, --direct-io=off: off, buffered"
+		"$LOOPMQCTL" -d $D
+	else
+		fail "load $LMQ_MOD dio_default=auto"
+	fi
+	lmq_unload
+	lmq_load || { fail "reload $LMQ_MOD"; stop_testing; }
+}
 
 # --- -f --show FILE ----------------------------------------------------------
 run "$LOOPMQCTL" -f --show $F
@@ -178,10 +276,28 @@ if mkfs.ext4 -q -F /dev/vda >/dev/null 2>&1 && mount /dev/vda /mnt/t40; then
 	run "$LOOPMQCTL" -f --show --direct-io=off $G
 	is "$(sysv $out loop/dio)" 0 "--direct-io=off at attach: dio 0"
 	"$LOOPMQCTL" -d $out
+	if lmq_is_mq; then
+		dio_auto_checks
+	else
+		skip "--direct-io=auto checks" "the stock loop driver has no direct I/O auto"
+	fi
 	umount /mnt/t40
 else
 	skip "--direct-io checks" "cannot make ext4 on /dev/vda"
 fi
+
+# --- --direct-io=bogus: refused before anything is touched -------------------
+want="loopmqctl: invalid --direct-io argument 'bogus' (expected off, on or auto)"
+before=$(snapshot)
+run "$LOOPMQCTL" -f --show --direct-io=bogus $F
+is "$rc|$out|$err" "1||$want" "attach --direct-io=bogus: exit 1, the message, nothing printed"
+is "$(snapshot)" "$before" "attach --direct-io=bogus: nothing bound"
+D=$("$LOOPMQCTL" -f --show $F)
+before=$(snapshot; sysv $D loop/dio; sysv $D loopmq/direct_io)
+run "$LOOPMQCTL" --direct-io=bogus $D
+is "$rc|$out|$err" "1||$want" "live --direct-io=bogus: exit 1, the message"
+is "$(snapshot; sysv $D loop/dio; sysv $D loopmq/direct_io)" "$before" "live --direct-io=bogus: the device did not change"
+"$LOOPMQCTL" -d $D
 
 # --- -c ------------------------------------------------------------------------
 run "$LOOPMQCTL" -f --show $F

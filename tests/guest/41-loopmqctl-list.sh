@@ -151,15 +151,21 @@ is "$(jq -r '.loopdevices[0].offset' <<<"$j")" 512 "JSON offset value"
 is "$(jq -r '.loopdevices[0]."maj:min"' <<<"$j")" "$(sysv $D dev)" "MAJ:MIN is the device's"
 if lmq_is_mq; then
 	is "$(jq -r '.loopdevices[0].mode' <<<"$j")" "$(sysv $D loopmq/mode)" "JSON mode is sysfs mode"
+	is "$(jq -r '.loopdevices[0] | [.direct_io, .dio_chosen, .dio_reason] | join(" ")' <<<"$j")" \
+		"$(sed -n 's/^\(setting\|chosen\|reason\) //p' /sys/block/${D##*/}/loopmq/dio_auto | tr '\n' ' ' | sed 's/ $//')" \
+		"JSON direct_io, dio_chosen, dio_reason are sysfs loopmq/dio_auto's"
+	is "$(jq -r '[.loopdevices[0] | .dio_holes_permille, .dio_unwritten_permille, .dio_shared_permille, .dio_costly_permille, .dio_block_size, .dio_switches | type] | unique | join(",")' <<<"$j")" \
+		number "direct-I/O numbers are numbers"
 	is "$(jq -r '[.loopdevices[0] | .inline, ."aio-inline", ."aio-async", .kthread, .fallbacks | type] | unique | join(",")' <<<"$j")" \
 		number "stats columns are numbers"
 fi
-is "$(jq -r '.loopdevices[0] | keys | length' <<<"$j")" "$("$LOOPMQCTL" -h | awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f' | wc -l)" \
+# DIRECT-IO (setting:chosen) is two keys in JSON, direct_io and dio_chosen
+is "$(jq -r '.loopdevices[0] | keys | length' <<<"$j")" "$(($("$LOOPMQCTL" -h | awk '/^Available output columns/ { f = 1; next } f && !NF { exit } f' | wc -l) + 1))" \
 	"--output-all has every column of --help"
-is "$("$LOOPMQCTL" -l | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE" \
-	"default -l columns: losetup's plus MODE"
+is "$("$LOOPMQCTL" -l | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE DIRECT-IO DIO-REASON" \
+	"default -l columns: losetup's plus MODE, DIRECT-IO, DIO-REASON"
 is "$("$LOOPMQCTL" -l -n -O name,offset $D | tr -s ' ')" "$D 512" "-O takes lower-case names"
-is "$("$LOOPMQCTL" -l -O +MAJ:MIN $D | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE MAJ:MIN" \
+is "$("$LOOPMQCTL" -l -O +MAJ:MIN $D | head -n 1 | tr -s ' ')" "NAME SIZELIMIT OFFSET AUTOCLEAR RO BACK-FILE DIO LOG-SEC MODE DIRECT-IO DIO-REASON MAJ:MIN" \
 	"-O +COL appends to the default columns"
 is "$("$LOOPMQCTL" -l -n $D | wc -l)" 1 "-n: no header line"
 is "$("$LOOPMQCTL" $D)" "$D: [$(printf '%04d' "$(stat -c '%d' $F)")]:$(stat -c %i $F) ($F), offset 512" \

@@ -8,8 +8,11 @@
 # file on a read-only mount without -r, file not writable for the user,
 # unknown device, not-our device, busy device, sector size 1000, offset
 # past the end, negative/overflowing/junk numbers, unknown mode, unknown
-# column, conflicting options, options of another action, a failing step
-# after the attach (device detached again), module not loaded.
+# --direct-io value, unknown column, conflicting options, options of
+# another action, --direct-io=auto on an unbound device, a failing step
+# after the attach (--mode, --direct-io=auto on the stock driver: device
+# detached again) and a failing live --direct-io=auto there, module not
+# loaded.
 DESCRIPTION="loopmqctl's bad input: message, exit status, nothing changed"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
@@ -119,7 +122,10 @@ bad "empty number" "^loopmqctl: invalid offset ''" "$LOOPMQCTL" -f -o '' $F
 bad "unknown mode at attach" "^loopmqctl: unknown mode 'fast' \(expected direct, kthread, aio or auto\)\$" \
 	"$LOOPMQCTL" -f --mode fast $F
 bad "unknown mode live" "^loopmqctl: unknown mode 'AIO'" "$LOOPMQCTL" --mode AIO $B
-bad "unknown --direct-io value" "^loopmqctl: invalid --direct-io argument 'yes'" "$LOOPMQCTL" -f --direct-io=yes $F
+bad "unknown --direct-io value" "^loopmqctl: invalid --direct-io argument 'yes' \(expected off, on or auto\)\$" \
+	"$LOOPMQCTL" -f --direct-io=yes $F
+bad "unknown --direct-io value live" "^loopmqctl: invalid --direct-io argument 'bogus' \(expected off, on or auto\)\$" \
+	"$LOOPMQCTL" --direct-io=bogus $B
 bad "unknown column" "^loopmqctl: unknown column: FOO\$" "$LOOPMQCTL" -l -O NAME,FOO
 bad "empty column list" "^loopmqctl: no columns" "$LOOPMQCTL" -l -O ,
 bad "conflicting actions -d -f" "^loopmqctl: options --find and --detach are mutually exclusive" \
@@ -149,6 +155,11 @@ bad "show an unbound device" "^loopmqctl: /dev/$LMQ_NAME[0-9]+: .*No such device
 	"$LOOPMQCTL" "$("$LOOPMQCTL" -f)"
 bad "detach an unbound device" "^loopmqctl: /dev/$LMQ_NAME[0-9]+: detach failed: No such device or address\$" \
 	"$LOOPMQCTL" -d "$("$LOOPMQCTL" -f)"
+if lmq_is_mq; then
+	bad "--direct-io=auto on an unbound device" \
+		"^loopmqctl: /dev/$LMQ_NAME[0-9]+: set direct-io auto failed: no file is attached to it: No such device or address\$" \
+		"$LOOPMQCTL" --direct-io=auto "$("$LOOPMQCTL" -f)"
+fi
 is "$(sysv $B loop/backing_file)" "$F" "the bound device is still bound to its file"
 
 # a step after the attach fails: the device must be detached again.  The
@@ -165,6 +176,20 @@ else
 	like "$err" "^loopmqctl: /dev/loop[0-9]+: set mode failed \(device detached again\): " \
 		"stock loop + --mode: says which step failed ($err)"
 	is "$after" "$before" "stock loop + --mode: no device left bound"
+	# the stock driver has no LOOPMQ_SET_DIO either (EINVAL, as loopmq
+	# before it): the setting fails after the attach, and live
+	run env LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" -f --direct-io=auto $F
+	after=$(for d in /sys/block/loop[0-9]*; do [ -e $d/loop/backing_file ] && echo $d; done)
+	is "$rc:$out" "1:" "stock loop + --direct-io=auto: exit 1"
+	like "$err" "^loopmqctl: /dev/loop[0-9]+: set direct-io auto failed: the driver has no direct I/O auto \(LOOPMQ_SET_DIO\): an older loopmq module or not loopmq \(device detached again\): (Invalid argument|Inappropriate ioctl for device)\$" \
+		"stock loop + --direct-io=auto: names the device and the cause ($err)"
+	is "$after" "$before" "stock loop + --direct-io=auto: no device left bound"
+	L=$(LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" -f --show $F)
+	run env LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" --direct-io=auto $L
+	like "$rc:$err" "^1:loopmqctl: $L: set direct-io auto failed: the driver has no direct I/O auto \(LOOPMQ_SET_DIO\): an older loopmq module or not loopmq: (Invalid argument|Inappropriate ioctl for device)\$" \
+		"stock loop, live --direct-io=auto: exit 1, names the device and the cause"
+	is "$(sysv $L loop/backing_file)" "$F" "stock loop, live --direct-io=auto: still bound"
+	LOOPMQCTL_PREFIX=loop "$LOOPMQCTL" -d $L
 fi
 
 # module not loaded

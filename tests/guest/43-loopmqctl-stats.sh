@@ -5,7 +5,9 @@
 # --stats (table and JSON) equal to the sysfs counters, the -l stats
 # columns equal to --stats, --reset-stats zeroes them, and the counters
 # move on the path each mode promises (kthread mode: only kthread; direct:
-# inline, kthread only for counted fallbacks; aio: never inline).
+# inline, kthread only for counted fallbacks; aio: never inline).  After
+# the counters --stats shows the direct-I/O state, sysfs loopmq/dio_auto
+# (direct_io for its setting, dio_KEY for the rest).
 # loopmq only (skipped on the stock loop driver, which has no modes).
 # timeout: 300
 DESCRIPTION="loopmqctl's modes and statistics against sysfs"
@@ -25,7 +27,10 @@ lmq_load || { fail "load $LMQ_MOD"; stop_testing; }
 F=$W/a.img
 head -c 8M /dev/urandom >$F
 # counters of DEV: "name value" lines as sysfs has them, from the tool
-tool_stats() { "$LOOPMQCTL" --stats -n --raw "$1" | awk -v d="$1" '$1 == d && $2 != "mode" { print $2, $3 }'; }
+tool_stats() {
+	"$LOOPMQCTL" --stats -n --raw "$1" |
+		awk -v d="$1" '$1 == d && $2 != "mode" && $2 !~ /^(direct_io|dio_)/ { print $2, $3 }'
+}
 jstat() { "$LOOPMQCTL" --stats -J "$1" | jq -r ".loopdevices[0] | $2"; }
 NREQ=64
 io() { dd if="$1" of=/dev/null bs=4k count=$NREQ iflag=direct status=none; }
@@ -139,18 +144,30 @@ is "$("$LOOPMQCTL" --stats -J | jq '.loopdevices | length')" 2 "--stats -J witho
 
 # the output formats, exactly, built here from sysfs: the table (DEVICE
 # COUNTER VALUE, two blanks between columns, DEVICE as wide as the longest
-# name, COUNTER 15 wide), --raw, -n, and the JSON text with its field names
-# and layout; one table line per device and counter, one JSON object per
-# device, in the order given
+# name, COUNTER as the longest counter), --raw, -n, and the JSON text with
+# its field names and layout; one table line per device and counter, one
+# JSON object per device, in the order given
 "$LOOPMQCTL" --reset-stats $D $D2
 io $D
-# "dev counter value" lines as --stats shows them: mode first, then sysfs's
-counters() { local d; for d; do echo "$d mode $(sysv $d loopmq/mode)"; sed "s|^|$d |" /sys/block/${d##*/}/loopmq/stats; done; }
+# loopmq/dio_auto of DEV as --stats names it: setting is direct_io, the
+# other keys get dio_ in front
+dio_lines() { awk '{ print ($1 == "setting" ? "direct_io" : "dio_" $1), $2 }' /sys/block/${1##*/}/loopmq/dio_auto; }
+# "dev counter value" lines as --stats shows them: mode first, then
+# sysfs's counters, then the direct-I/O state
+counters() {
+	local d
+	for d; do
+		echo "$d mode $(sysv $d loopmq/mode)"
+		sed "s|^|$d |" /sys/block/${d##*/}/loopmq/stats
+		dio_lines $d | sed "s|^|$d |"
+	done
+}
 want_table() {
-	local w=6 d n v
+	local w=6 c=7 d n v
 	for d in $D $D2; do [ ${#d} -gt $w ] && w=${#d}; done
-	printf '%-*s  %-15s  %s\n' $w DEVICE COUNTER VALUE
-	counters $D $D2 | while read -r d n v; do printf '%-*s  %-15s  %s\n' $w $d $n $v; done
+	while read -r d n v; do [ ${#n} -gt $c ] && c=${#n}; done < <(counters $D $D2)
+	printf '%-*s  %-*s  %s\n' $w DEVICE $c COUNTER VALUE
+	counters $D $D2 | while read -r d n v; do printf '%-*s  %-*s  %s\n' $w $d $c $n $v; done
 }
 want_json() {
 	local d i=0
@@ -158,11 +175,13 @@ want_json() {
 	for d in $D $D2; do
 		i=$((i + 1))
 		printf '      {\n         "name": "%s",\n         "mode": "%s",\n' $d "$(sysv $d loopmq/mode)"
+		{ cat /sys/block/${d##*/}/loopmq/stats; dio_lines $d; } |
 		awk '$1 ~ /^fb_/ { f = f s2 "\"" substr($1, 4) "\": " $2; s2 = ", "; next }
 			$1 ~ /^(kthread_wakeups|peak_inflight|errors)$/ { t = t ",\n         \"" $1 "\": " $2; next }
+			$1 ~ /^(direct_io|dio_chosen|dio_reason)$/ { t = t ",\n         \"" $1 "\": \"" $2 "\""; next }
+			$1 ~ /^dio_/ { t = t ",\n         \"" $1 "\": " $2; next }
 			{ p = p s1 "\"" $1 "\": " $2; s1 = ", " }
-			END { printf "         \"paths\": {%s},\n         \"fallbacks\": {%s}%s\n", p, f, t }' \
-			/sys/block/${d##*/}/loopmq/stats
+			END { printf "         \"paths\": {%s},\n         \"fallbacks\": {%s}%s\n", p, f, t }'
 		printf '      }%s\n' "$([ $i -lt 2 ] && echo ,)"
 	done
 	printf '   ]\n}\n'
@@ -181,9 +200,15 @@ same_text "$("$LOOPMQCTL" --stats -J $D $D2)" "$(want_json)" "--stats -J text, e
 is "$("$LOOPMQCTL" --stats $D $D2 | wc -l)" $((1 + 2 * $(counters $D | wc -l))) \
 	"--stats: a header and a line per device and counter"
 j=$("$LOOPMQCTL" --stats -J $D $D2)
+keys=name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors
+keys=$keys,direct_io,dio_chosen,dio_reason,dio_holes_permille,dio_unwritten_permille
+keys=$keys,dio_shared_permille,dio_costly_permille,dio_block_size,dio_switches
 is "$(jq -r '[keys_unsorted[]] + [.loopdevices[] | keys_unsorted | join(",")] | join(" ")' <<<"$j")" \
-	"loopdevices name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors" \
+	"loopdevices $keys $keys" \
 	"--stats -J: the top-level key and the field names, one object per device"
+is "$(jq -r '[.loopdevices[] | [.direct_io, .dio_chosen, .dio_reason] | join(":")] | join(" ")' <<<"$j")" \
+	"$(echo $(for d in $D $D2; do dio_lines $d | awk '$1 ~ /^(direct_io|dio_chosen|dio_reason)$/ { printf "%s%s", s, $2; s = ":" } END { print "" }'; done))" \
+	"--stats -J: direct_io, dio_chosen, dio_reason as sysfs loopmq/dio_auto"
 is "$(jq -r '[.loopdevices[] | .name, (.mode | type), ([.paths[], .fallbacks[], .kthread_wakeups, .peak_inflight, .errors] | map(type) | unique[])] | join(" ")' <<<"$j")" \
 	"$D string number $D2 string number" "--stats -J: names in the order given, mode a string, counters numbers"
 run "$LOOPMQCTL" --stats -O NAME $D

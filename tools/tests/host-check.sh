@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Host-side checks of tools/ that need no device and no root: the build with
 # -Werror, lmqdev unit checks, the man pages (groff -ww without warnings,
-# man -l renders), --help lists every option the man page documents,
-# `make install` into a DESTDIR.  Run by `make -C tools check`.
+# man -l renders), --help lists every option the man page documents, the
+# page names every direct-I/O setting and reason, --direct-io's argument
+# (accepted and refused values, the message), `make install` into a DESTDIR.  Run by `make -C tools check`.
 # Prints TAP and "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,36 @@ for w in $names; do
 done
 [ -n "$names" ] && [ -z "$miss" ] && ok "every mode, path and fallback name ($(wc -w <<<"$names")) is in loopmq(4) and INTERFACES.md" ||
 	nok "names missing from the documents:$miss"
+# the direct-I/O settings and reasons loopmqctl shows are in its page
+names="$(../scripts/names.sh dio-settings) $(../scripts/names.sh dio-reasons)"
+miss=
+for w in $names; do grep -qw -- "$w" <<<"$page" || miss="$miss $w"; done
+[ -n "$names" ] && [ -z "$miss" ] && ok "every direct-I/O setting and reason ($(wc -w <<<"$names")) is in loopmqctl(8)" ||
+	nok "direct-I/O names missing from loopmqctl(8):$miss"
+# --direct-io's argument, checked before any device is touched: each
+# setting's name (and 1, 0) passes on to the device (a prefix no driver
+# has: its node is missing), anything else is refused with the names
+noprefix=lmqnone
+for v in $(../scripts/names.sh dio-settings) 1 0; do
+	out=$(LOOPMQCTL_PREFIX=$noprefix ./loopmqctl --direct-io="$v" 3 2>&1); rc=$?
+	want="loopmqctl: /dev/${noprefix}3: cannot open device: No such file or directory (is the $noprefix module loaded? try 'modprobe $noprefix')"
+	[ $rc -eq 1 ] && [ "$out" = "$want" ] && ok "--direct-io=$v is accepted (the device comes next)" ||
+		nok "--direct-io=$v is accepted: exit $rc, '$out'"
+done
+expected="expected $(../scripts/names.sh dio-settings | sed -e ':a' -e 'N;$!ba' -e 's/\n\([^\n]*\)$/ or \1/' -e 's/\n/, /g')"
+for v in bogus AUTO '' 2 on,auto; do
+	out=$(LOOPMQCTL_PREFIX=$noprefix ./loopmqctl --direct-io="$v" 3 2>/dev/null); rc=$?
+	err=$(LOOPMQCTL_PREFIX=$noprefix ./loopmqctl --direct-io="$v" 3 2>&1 >/dev/null)
+	[ $rc -eq 1 ] && [ -z "$out" ] && [ "$err" = "loopmqctl: invalid --direct-io argument '$v' ($expected)" ] &&
+		ok "--direct-io='$v' refused: $err" || nok "--direct-io='$v' refused: exit $rc, stdout '$out', stderr '$err'"
+done
+err=$(LOOPMQCTL_PREFIX=$noprefix ./loopmqctl --direct-io=auto -d 3 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$err" = "loopmqctl: option --direct-io is only allowed when attaching a file or with one device
+Try 'loopmqctl --help' for more information." ] && ok "--direct-io=auto with -d refused" ||
+	nok "--direct-io=auto with -d refused: exit $rc, '$err'"
+help_dio=$(grep -o -- '--direct-io\[=<[^>]*>\]' <<<"$help")
+[ "$help_dio" = "--direct-io[=<$(../scripts/names.sh dio-settings | paste -sd '|')>]" ] &&
+	ok "--help names the settings: $help_dio" || nok "--help names the settings: '$help_dio'"
 # docs/modprobe.d-example.conf: modprobe parses it, and it sets only the
 # parameters docs/INTERFACES.md documents
 ex=../docs/modprobe.d-example.conf

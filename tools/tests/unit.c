@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit checks of the lmqdev helpers that need no device: sizes, modes,
- * device names.  TAP output, "N passed, N failed", exit 1 on any failure.
+ * direct-I/O settings and the text of sysfs loopmq/dio_auto, device names.
+ * TAP output, "N passed, N failed", exit 1 on any failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,6 +67,84 @@ static void dev_bad(const char *s)
 	ok(r < 0, "device '%s' rejected (got r=%d idx=%d)", s, r, idx);
 }
 
+static void dio_ok(const char *s, int want)
+{
+	int r = lmq_dio_parse(s);
+
+	ok(r == want, "--direct-io '%s' -> %s (got %d)", s ? s : "(null)",
+	   want < 0 ? "rejected" : lmq_dio_name(want), r);
+}
+
+/* The sysfs text of a device with @setting, @chosen and @reason. */
+static void dio_text(char *buf, size_t len, const char *setting,
+		     const char *chosen, const char *reason)
+{
+	snprintf(buf, len, "setting %s\nchosen %s\nreason %s\n"
+		 "holes_permille 1000\nunwritten_permille 2\n"
+		 "shared_permille 3\ncostly_permille 999\nblock_size 4096\n"
+		 "switches 7\n", setting, chosen, reason);
+}
+
+static void dio_state_checks(void)
+{
+	char buf[512];
+	struct lmq_dio d;
+	unsigned int s, why;
+	int r;
+
+	for (s = 0; s < LOOPMQ_DIO_NR; s++)
+		for (why = 0; why < LOOPMQ_DIO_WHY_NR; why++) {
+			dio_text(buf, sizeof(buf), lmq_dio_name(s),
+				 lmq_dio_name(s == LOOPMQ_DIO_ON ?
+					      LOOPMQ_DIO_ON : LOOPMQ_DIO_OFF),
+				 lmq_dio_reason_name(why));
+			r = lmq_dio_state_parse(buf, &d);
+			ok(r == 0 && d.setting == (int)s &&
+			   d.chosen == (s == LOOPMQ_DIO_ON ? LOOPMQ_DIO_ON :
+					LOOPMQ_DIO_OFF) && d.reason == (int)why,
+			   "dio_auto of setting %s, reason %s (got r=%d %d %d %d)",
+			   lmq_dio_name(s), lmq_dio_reason_name(why), r,
+			   d.setting, d.chosen, d.reason);
+		}
+	dio_text(buf, sizeof(buf), lmq_dio_name(LOOPMQ_DIO_AUTO),
+		 lmq_dio_name(LOOPMQ_DIO_ON),
+		 lmq_dio_reason_name(LOOPMQ_DIO_WHY_WRITTEN));
+	r = lmq_dio_state_parse(buf, &d);
+	ok(r == 0 && d.holes_permille == 1000 && d.unwritten_permille == 2 &&
+	   d.shared_permille == 3 && d.costly_permille == 999 &&
+	   d.block_size == 4096 && d.switches == 7,
+	   "dio_auto numbers (got r=%d %" PRIu64 " %" PRIu64 " %" PRIu64
+	   " %" PRIu64 " %" PRIu64 " %" PRIu64 ")", r, d.holes_permille,
+	   d.unwritten_permille, d.shared_permille, d.costly_permille,
+	   d.block_size, d.switches);
+	/* a newer module's names and lines */
+	dio_text(buf, sizeof(buf), "sometimes", "maybe", "moon");
+	strcat(buf, "future_key 12\n");
+	r = lmq_dio_state_parse(buf, &d);
+	ok(r == 0 && d.setting == -1 && d.chosen == -1 && d.reason == -1 &&
+	   d.switches == 7,
+	   "dio_auto: unknown names are -1, unknown lines skipped (got r=%d %d %d %d)",
+	   r, d.setting, d.chosen, d.reason);
+	/* "chosen" is on or off, never auto */
+	dio_text(buf, sizeof(buf), lmq_dio_name(LOOPMQ_DIO_AUTO),
+		 lmq_dio_name(LOOPMQ_DIO_AUTO),
+		 lmq_dio_reason_name(LOOPMQ_DIO_WHY_SPARSE));
+	r = lmq_dio_state_parse(buf, &d);
+	ok(r == 0 && d.chosen == -1, "dio_auto: chosen auto is unknown (got %d)",
+	   d.chosen);
+	/* a line is read alone: an empty value is not the next line's key */
+	r = lmq_dio_state_parse("setting\nchosen on\nreason set\n", &d);
+	ok(r == -EINVAL, "dio_auto without a setting value rejected (got %d)",
+	   r);
+	ok(lmq_dio_state_parse("", &d) == -EINVAL,
+	   "empty dio_auto rejected");
+	ok(lmq_dio_state_parse("switches 3", &d) == -EINVAL,
+	   "dio_auto without a setting line rejected");
+	r = lmq_dio_state_parse("switches 3\nsetting on", &d);
+	ok(r == 0 && d.setting == LOOPMQ_DIO_ON && d.switches == 3,
+	   "dio_auto: any order, no final newline (got r=%d %d)", r, d.setting);
+}
+
 int main(void)
 {
 	unsigned int m;
@@ -108,6 +187,24 @@ int main(void)
 	for (m = 0; m < LOOPMQ_FB_NR; m++)
 		ok(lmq_fallback_names[m] != NULL, "fallback reason %u has a name (%s)",
 		   m, lmq_fallback_name(m));
+
+	for (m = 0; m < LOOPMQ_DIO_NR; m++)
+		dio_ok(lmq_dio_name(m), (int)m);
+	dio_ok("1", LOOPMQ_DIO_ON);
+	dio_ok("0", LOOPMQ_DIO_OFF);
+	dio_ok("bogus", -EINVAL);
+	dio_ok("AUTO", -EINVAL);
+	dio_ok("", -EINVAL);
+	dio_ok("2", -EINVAL);
+	dio_ok(NULL, -EINVAL);
+	ok(lmq_dio_name(LOOPMQ_DIO_NR) == NULL, "no name past the last setting");
+	for (m = 0; m < LOOPMQ_DIO_WHY_NR; m++)
+		ok(lmq_dio_reason_names[m] && *lmq_dio_reason_names[m],
+		   "direct-I/O reason %u has a name (%s)", m,
+		   lmq_dio_reason_name(m));
+	ok(lmq_dio_reason_name(LOOPMQ_DIO_WHY_NR) == NULL,
+	   "no name past the last reason");
+	dio_state_checks();
 
 	dev_ok("/dev/loopmq3", 3);
 	dev_ok("loopmq3", 3);
