@@ -270,7 +270,8 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 	dio = lo->b.use_dio;
 	reason = lo->b.pin ? LOOPMQ_DIO_WHY_PINNED : lo->dio_reason;
 	len = sysfs_emit(buf, "setting %s\nchosen %s\nreason %s\n",
-			 loopmq_dio_names[lo->dio_setting], dio ? "on" : "off",
+			 loopmq_dio_names[lo->dio_setting],
+			 loopmq_dio_names[dio ? LOOPMQ_DIO_ON : LOOPMQ_DIO_OFF],
 			 loopmq_dio_reason_names[reason]);
 	len += sysfs_emit_at(buf, len,
 			     "holes_permille %llu\nunwritten_permille %llu\nshared_permille %llu\n",

@@ -42,15 +42,17 @@ miss=
 for c in $cols; do grep -q -- "$c" <<<"$page" || miss="$miss $c"; done
 [ -n "$cols" ] && [ -z "$miss" ] && ok "every column ($(wc -w <<<"$cols")) is in loopmqctl(8)" || nok "columns missing from the man page:$miss"
 # the names of include/uapi/loopmq.h's lists (modes, paths, fallback
-# reasons as sysfs shows them) are in loopmq(4) and docs/INTERFACES.md
-names="$(../scripts/names.sh modes) $(../scripts/names.sh paths) $(../scripts/names.sh fallbacks | sed 's/^/fb_/')"
+# reasons as sysfs shows them, direct-I/O settings and reasons) are in
+# loopmq(4) and docs/INTERFACES.md
+names="$(../scripts/names.sh modes) $(../scripts/names.sh paths) $(../scripts/names.sh fallbacks | sed 's/^/fb_/')
+$(../scripts/names.sh dio-settings) $(../scripts/names.sh dio-reasons)"
 page4=$(MANWIDTH=200 man -l man/loopmq.4 2>/dev/null)
 miss=
 for w in $names; do
 	grep -qw -- "$w" <<<"$page4" || miss="$miss loopmq.4:$w"
 	grep -qw -- "$w" ../docs/INTERFACES.md || miss="$miss INTERFACES.md:$w"
 done
-[ -n "$names" ] && [ -z "$miss" ] && ok "every mode, path and fallback name ($(wc -w <<<"$names")) is in loopmq(4) and INTERFACES.md" ||
+[ -n "$names" ] && [ -z "$miss" ] && ok "every mode, path, fallback and direct-I/O name ($(wc -w <<<"$names")) is in loopmq(4) and INTERFACES.md" ||
 	nok "names missing from the documents:$miss"
 # the direct-I/O settings and reasons loopmqctl shows are in its page
 names="$(../scripts/names.sh dio-settings) $(../scripts/names.sh dio-reasons)"
