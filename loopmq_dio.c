@@ -189,7 +189,8 @@ struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 		*why = LOOPMQ_DIO_WHY_NOBDEV;
 		return NULL;
 	}
-	if (!inode->i_op->fiemap || !current->mm || len <= 0) {
+	if (!S_ISREG(inode->i_mode) || !inode->i_op->fiemap || !current->mm ||
+	    len <= 0) {
 		*why = LOOPMQ_DIO_WHY_UNKNOWN;
 		return NULL;
 	}
