@@ -32,14 +32,23 @@
  * request on such a device and nothing on the others.  When the share of
  * costly blocks crosses the threshold, a work item switches: direct I/O
  * at 1/32 or less, buffered again above 1/8 (the gap keeps a device near
- * the threshold from switching back and forth).  The switch is
- * loopmq_dio_switch() (loopmq_main.c): write-back, a frozen queue, the
- * write-back of what came in meanwhile, and, to direct I/O, the backing's
- * clean cached pages dropped; nothing fails or is reordered.
+ * the threshold from switching back and forth).  The switch
+ * (loopmq_dio_work(), loopmq_dio_switch() in loopmq_main.c) writes the
+ * device's range of the backing's page cache back while requests still
+ * run, freezes the queue only to change the setting, then writes back
+ * what the last buffered requests dirtied and, going direct, drops the
+ * clean pages; nothing fails or is reordered, and a write-back error is
+ * left for the next flush to report.  The write-back runs outside our
+ * locks and outside the frozen queue: the file system's locks must not
+ * nest in it.  LOOP_SET_STATUS (offset, size limit), LOOP_SET_CAPACITY
+ * and LOOP_CHANGE_FD map the device anew.
  *
  * What the map does not see: writes to the image from outside the device,
- * and a reflinked partner's writes that unshare this file's extents.
- * Setting "auto" again measures anew.
+ * and a reflinked partner's writes that unshare this file's extents
+ * (setting "auto" again measures anew); and, past 16 GiB, where a block
+ * of the map is larger than 4 KiB, writes smaller than a block.
+ * A measurement that fails (but for a fatal signal) leaves the layout
+ * unknown; it never fails the attach.
  *
  * Without a block device under its file system (tmpfs), a file stays
  * buffered: its buffered I/O is a copy into its own pages, and direct I/O
@@ -49,6 +58,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitops.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/mman.h>
@@ -185,7 +195,8 @@ struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 		*why = LOOPMQ_DIO_WHY_BLOCKDEV;
 		return NULL;
 	}
-	if (!inode->i_sb->s_bdev) {
+	/* tmpfs, overlayfs, NFS... (btrfs has a device, but no s_bdev) */
+	if (!(inode->i_sb->s_type->fs_flags & FS_REQUIRES_DEV)) {
 		*why = LOOPMQ_DIO_WHY_NOBDEV;
 		return NULL;
 	}
@@ -234,7 +245,8 @@ void loopmq_dio_free(struct loopmq_dio_map *m)
  */
 bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio)
 {
-	unsigned long costly = atomic_long_read(&m->costly);
+	/* a set and a clear of one bit may count in either order */
+	unsigned long costly = max(atomic_long_read(&m->costly), 0L);
 
 	return dio ? costly * 8 <= m->nbits : costly * 32 <= m->nbits;
 }
@@ -249,6 +261,35 @@ int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio)
 }
 
 /*
+ * Set (@set) or clear bits [@first, @last) of the map, and count what
+ * changed: whole words at once (a discard of a whole device is one
+ * request), the bits of partial words one by one.
+ */
+static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
+			     unsigned long last, bool set)
+{
+	unsigned long i = first, old;
+
+	while (i < last) {
+		if (!(i % BITS_PER_LONG) && i + BITS_PER_LONG <= last) {
+			unsigned long *w = &m->map[i / BITS_PER_LONG];
+
+			if (READ_ONCE(*w) != (set ? ~0UL : 0UL)) {
+				old = xchg(w, set ? ~0UL : 0UL);
+				atomic_long_add(set ? BITS_PER_LONG - hweight_long(old) :
+						-(long)hweight_long(old), &m->costly);
+			}
+			i += BITS_PER_LONG;
+			continue;
+		}
+		if (set ? !test_bit(i, m->map) && !test_and_set_bit(i, m->map) :
+			  test_bit(i, m->map) && test_and_clear_bit(i, m->map))
+			atomic_long_add(set ? 1 : -1, &m->costly);
+		i++;
+	}
+}
+
+/*
  * From queue_rq: what @rq does to the map, and a switch when the share of
  * costly blocks crossed its threshold.  The map is set and freed with the
  * queue frozen.
@@ -258,32 +299,32 @@ void loopmq_dio_note(struct loopmq_device *lo, struct request *rq)
 	struct loopmq_dio_map *m = lo->dio_map;
 	u64 pos = blk_rq_pos(rq) << SECTOR_SHIFT;
 	u64 end = pos + blk_rq_bytes(rq);
-	unsigned long i, first, last;
+	bool want;
 
+	if (end <= pos)
+		return;
 	switch (req_op(rq)) {
 	case REQ_OP_WRITE:
-		/* the blocks the write covers whole */
-		first = DIV_ROUND_UP_ULL(pos, 1ULL << m->shift);
-		last = min_t(u64, end >> m->shift, m->nbits);
-		for (i = first; i < last; i++)
-			if (test_bit(i, m->map) && test_and_clear_bit(i, m->map))
-				atomic_long_dec(&m->costly);
+		/* the blocks the write covers whole; the last, partial block
+		 * of the range whole too when the write reaches its end
+		 */
+		if (end >= m->bytes)
+			end = (u64)m->nbits << m->shift;
+		loopmq_dio_range(m, DIV_ROUND_UP_ULL(pos, 1ULL << m->shift),
+				 min_t(u64, end >> m->shift, m->nbits), false);
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		if (end <= pos)
-			return;
-		first = pos >> m->shift;
-		last = min_t(u64, (end - 1) >> m->shift, m->nbits - 1);
-		for (i = first; i <= last; i++)
-			if (!test_bit(i, m->map) && !test_and_set_bit(i, m->map))
-				atomic_long_inc(&m->costly);
+		/* every block it touches */
+		loopmq_dio_range(m, min_t(u64, pos >> m->shift, m->nbits),
+				 min_t(u64, ((end - 1) >> m->shift) + 1, m->nbits),
+				 true);
 		break;
 	default:
 		return;
 	}
-	if (loopmq_dio_map_wants(m, READ_ONCE(lo->dio_auto_want)) !=
-	    READ_ONCE(lo->dio_auto_want) &&
+	want = READ_ONCE(lo->dio_auto_want);
+	if (loopmq_dio_map_wants(m, want) != want &&
 	    !test_and_set_bit(0, &lo->dio_pending))
-		queue_work(system_wq, &lo->dio_work);
+		queue_work(system_long_wq, &lo->dio_work);
 }

@@ -189,8 +189,13 @@ static int loopmq_dio_default = LOOPMQ_DIO_OFF;
 
 static int loopmq_param_set_dio(const char *val, const struct kernel_param *kp)
 {
-	int setting = sysfs_match_string(loopmq_dio_names, val);
+	int setting;
 	bool on;
+
+	/* a bare dio_default, as for a bool parameter: Y */
+	if (!val)
+		val = "Y";
+	setting = sysfs_match_string(loopmq_dio_names, val);
 
 	if (setting < 0) {
 		if (kstrtobool(val, &on)) {
@@ -212,6 +217,7 @@ static int loopmq_param_get_dio(char *buf, const struct kernel_param *kp)
 }
 
 static const struct kernel_param_ops loopmq_dio_ops = {
+	.flags	= KERNEL_PARAM_OPS_FL_NOARG,
 	.set	= loopmq_param_set_dio,
 	.get	= loopmq_param_get_dio,
 };
@@ -492,34 +498,51 @@ static void loopmq_discard_work(struct work_struct *work)
 }
 
 /*
+ * Write back the device's range of the backing's page cache, and with
+ * @drop then drop its clean pages: with none of our locks held and the
+ * queue running.  A write-back error is left for the next flush to
+ * report (the file's errseq is not advanced, as vfs_fsync() would).
+ */
+static void loopmq_dio_settle(struct file *file, loff_t start, loff_t len,
+			      bool drop)
+{
+	struct address_space *mapping = file->f_mapping;
+	loff_t end = len > 0 ? start + len - 1 : LLONG_MAX;
+
+	filemap_fdatawrite_range(mapping, start, end);
+	filemap_fdatawait_range_keep_errors(mapping, start, end);
+	if (drop)
+		invalidate_mapping_pages(mapping, start >> PAGE_SHIFT,
+					 end >> PAGE_SHIFT);
+}
+
+/*
  * Switch a bound device's direct I/O to @want, with @mutex held, and put
  * *@map in place of its auto map (the old one comes back in *@map).  The
- * pages the device dirtied in the backing's page cache reach the file
- * first: most while requests still run, the rest with none in flight.
- * To direct I/O, the backing's clean pages go too: that mode does not
- * read them, and they would only be a second copy of the device's own
- * page cache.  Nothing fails or is reordered: the frozen queue has no
- * request in flight and holds back new ones.
+ * queue is frozen only for the change itself: no request is in flight or
+ * fails, none is reordered.  The caller writes the backing's cached pages
+ * back before (most of them, while requests still run) and after (what
+ * the last buffered requests dirtied; going direct, the clean pages go
+ * too: that mode does not read them, and they would only be a second copy
+ * of the device's own page cache), with loopmq_dio_settle(), outside our
+ * locks: the file system's own locks must not nest in the frozen queue.
+ * Meanwhile direct I/O stays coherent: the file system writes back and
+ * drops the range of a direct request itself.  Returns true when the
+ * device now uses direct I/O and did not before.
  */
-static void loopmq_dio_switch(struct loopmq_device *lo, bool want,
+static bool loopmq_dio_switch(struct loopmq_device *lo, bool want,
 			      struct loopmq_dio_map **map)
 {
-	struct file *file = lo->b.file;
 	bool was = lo->b.use_dio;
 
 	lockdep_assert_held(&lo->mutex);
-	if (want != lo->want_dio)
-		vfs_fsync(file, 0);
 	blk_mq_freeze_queue(lo->disk->queue);
-	if (want != lo->want_dio)
-		vfs_fsync(file, 0);
 	if (map)
 		swap(lo->dio_map, *map);
 	lo->want_dio = want;
 	loopmq_update_backing(lo, loopmq_lbs(lo));
-	if (lo->b.use_dio && !was)
-		invalidate_mapping_pages(file->f_mapping, 0, -1);
 	blk_mq_unfreeze_queue(lo->disk->queue);
+	return lo->b.use_dio && !was;
 }
 
 /*
@@ -559,7 +582,9 @@ static void loopmq_dio_work(struct work_struct *work)
 {
 	struct loopmq_device *lo = container_of(work, struct loopmq_device,
 						dio_work);
-	bool want;
+	struct file *file = NULL;
+	bool want, was, direct = false;
+	loff_t start, len;
 
 	mutex_lock(&lo->mutex);
 	/* a request that changes the map from now on queues us again */
@@ -570,18 +595,39 @@ static void loopmq_dio_work(struct work_struct *work)
 	 * again, or we see the map as it left it.
 	 */
 	smp_mb__after_atomic();
-	if (lo->state == LOOPMQ_BOUND && lo->dio_setting == LOOPMQ_DIO_AUTO &&
-	    lo->dio_map) {
-		want = loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want);
-		if (want != lo->dio_auto_want) {
-			WRITE_ONCE(lo->dio_auto_want, want);
-			loopmq_dio_switch(lo, want, NULL);
-			lo->dio_reason = loopmq_dio_map_reason(lo->dio_map, want);
-			loopmq_dio_check_align(lo);
-			lo->dio_switches++;
-		}
-	}
+	if (lo->state != LOOPMQ_BOUND || lo->dio_setting != LOOPMQ_DIO_AUTO ||
+	    !lo->dio_map)
+		goto out_unlock;
+	want = loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want);
+	if (want == lo->dio_auto_want)
+		goto out_unlock;
+	file = get_file(lo->b.file);
+	start = lo->b.offset;
+	len = get_capacity(lo->disk) << SECTOR_SHIFT;
 	mutex_unlock(&lo->mutex);
+
+	/* most of the write-back, with requests still running */
+	loopmq_dio_settle(file, start, len, false);
+
+	mutex_lock(&lo->mutex);
+	if (lo->state != LOOPMQ_BOUND || lo->dio_setting != LOOPMQ_DIO_AUTO ||
+	    !lo->dio_map || lo->b.file != file ||
+	    loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want) != want)
+		goto out_unlock;
+	WRITE_ONCE(lo->dio_auto_want, want);
+	was = lo->b.use_dio;
+	direct = loopmq_dio_switch(lo, want, NULL);
+	lo->dio_reason = loopmq_dio_map_reason(lo->dio_map, want);
+	loopmq_dio_check_align(lo);
+	if (lo->b.use_dio != was)
+		lo->dio_switches++;
+out_unlock:
+	mutex_unlock(&lo->mutex);
+	if (file) {
+		/* the rest, and going direct, the clean pages */
+		loopmq_dio_settle(file, start, len, direct);
+		fput(file);
+	}
 }
 
 /*
@@ -922,7 +968,10 @@ int loopmq_configure(struct loopmq_device *lo, blk_mode_t mode,
 		if (IS_ERR(dio_map)) {
 			err = PTR_ERR(dio_map);
 			dio_map = NULL;
-			goto out_putf;
+			/* only a fatal signal fails the attach */
+			if (err == -EINTR)
+				goto out_putf;
+			dio_why = LOOPMQ_DIO_WHY_UNKNOWN;
 		}
 	}
 
@@ -975,7 +1024,9 @@ again:
 	if (loopmq_part_shift)
 		lo->lo_flags |= LO_FLAGS_PARTSCAN;
 	/* loopmq_update_backing() uses direct I/O only where it can. */
-	lo->dio_setting = dio_setting;
+	WRITE_ONCE(lo->dio_setting, dio_setting);
+	lo->dio_pending = 0;
+	/* no request but flushes yet: the capacity is 0 until below */
 	lo->dio_map = dio_map;
 	dio_map = NULL;
 	lo->dio_switches = 0;
@@ -1046,6 +1097,7 @@ out_putf:
 static void loopmq_unbind(struct loopmq_device *lo)
 {
 	struct request_queue *q = lo->disk->queue;
+	struct loopmq_dio_map *dio_map;
 	struct loopmq_limits l = { .logical_block_size = SECTOR_SIZE };
 	struct loopmq_pin *pin;
 	struct file *file;
@@ -1076,9 +1128,9 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	blk_mq_freeze_queue(q);
 	loopmq_thread_stop(lo);
 	cancel_work_sync(&lo->discard_work);
+	/* queued but not run: the next bind starts with the bit clear */
 	cancel_work_sync(&lo->dio_work);
-	loopmq_dio_free(lo->dio_map);
-	lo->dio_map = NULL;
+	clear_bit(0, &lo->dio_pending);
 
 	loopmq_put_backing_gfp(lo, lo->b.file);
 	spin_lock(&lo->file_lock);
@@ -1105,10 +1157,18 @@ static void loopmq_unbind(struct loopmq_device *lo)
 	/* Partitions are gone before user space hears of the change. */
 	kobject_uevent(&disk_to_dev(lo->disk)->kobj, KOBJ_CHANGE);
 
+	/*
+	 * auto's map goes under @mutex, which loopmq/dio_auto's readers
+	 * hold; queue_rq fails a request on the unbound device before it
+	 * would look at the map.
+	 */
 	mutex_lock(&lo->mutex);
 	lo->lo_flags = 0;
 	lo->state = LOOPMQ_UNBOUND;
+	dio_map = lo->dio_map;
+	lo->dio_map = NULL;
 	mutex_unlock(&lo->mutex);
+	loopmq_dio_free(dio_map);
 
 	/*
 	 * fput() of a block device takes its open_mutex, but not here: from a
@@ -1301,57 +1361,64 @@ int loopmq_get_status(struct loopmq_device *lo,
 int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
 {
 	struct loopmq_dio_map *map = NULL;
-	struct file *file = NULL;
 	int err, why = LOOPMQ_DIO_WHY_SET;
+	bool want, direct = false;
+	struct file *file;
 	loff_t start, len;
-	bool want;
 
 	if (setting >= LOOPMQ_DIO_NR)
 		return -EINVAL;
-	if (setting == LOOPMQ_DIO_AUTO) {
-		err = mutex_lock_killable(&lo->mutex);
-		if (err)
-			return err;
-		if (lo->state != LOOPMQ_BOUND) {
-			mutex_unlock(&lo->mutex);
-			return -ENXIO;
-		}
-		file = get_file(lo->b.file);
-		start = lo->b.offset;
-		len = get_capacity(lo->disk) << SECTOR_SHIFT;
-		mutex_unlock(&lo->mutex);
-		map = loopmq_dio_layout(file, start, len, &why);
-		if (IS_ERR(map)) {
-			fput(file);
-			return PTR_ERR(map);
-		}
-	}
 	err = mutex_lock_killable(&lo->mutex);
 	if (err)
-		goto out_free;
+		return err;
+	if (lo->state != LOOPMQ_BOUND) {
+		mutex_unlock(&lo->mutex);
+		return -ENXIO;
+	}
+	file = get_file(lo->b.file);
+	start = lo->b.offset;
+	len = get_capacity(lo->disk) << SECTOR_SHIFT;
+	mutex_unlock(&lo->mutex);
+
+	if (setting == LOOPMQ_DIO_AUTO) {
+		map = loopmq_dio_layout(file, start, len, &why);
+		if (IS_ERR(map)) {
+			err = PTR_ERR(map);
+			map = NULL;
+			goto out_put;
+		}
+	}
+	/* most of the write-back, with requests still running */
+	loopmq_dio_settle(file, start, len, false);
+
+	err = mutex_lock_killable(&lo->mutex);
+	if (err)
+		goto out_put;
 	err = -ENXIO;
 	if (lo->state != LOOPMQ_BOUND)
-		goto out;
-	/* LOOP_CHANGE_FD meanwhile: the map is of another file */
+		goto out_unlock;
+	/* a new file or range meanwhile: the map is not of it */
 	err = -EAGAIN;
-	if (file && file != lo->b.file)
-		goto out;
+	if (file != lo->b.file || start != lo->b.offset ||
+	    len != get_capacity(lo->disk) << SECTOR_SHIFT)
+		goto out_unlock;
 	err = -EINVAL;
 	if (setting == LOOPMQ_DIO_ON &&
 	    !loopmq_can_dio(lo, lo->b.file, loopmq_lbs(lo)))
-		goto out;
+		goto out_unlock;
 	err = 0;
-	lo->dio_setting = setting;
+	WRITE_ONCE(lo->dio_setting, setting);
 	want = loopmq_dio_choose(lo, map, why);
 	/* the new map in place; the old one comes back to be freed */
-	loopmq_dio_switch(lo, want, &map);
+	direct = loopmq_dio_switch(lo, want, &map);
 	loopmq_dio_check_align(lo);
-out:
+out_unlock:
 	mutex_unlock(&lo->mutex);
-out_free:
+	if (!err)
+		loopmq_dio_settle(file, start, len, direct);
+out_put:
 	loopmq_dio_free(map);
-	if (file)
-		fput(file);
+	fput(file);
 	return err;
 }
 

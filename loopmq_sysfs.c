@@ -264,7 +264,7 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 		unwritten = m->unwritten;
 		shared = m->shared;
 		bytes = max_t(u64, m->bytes, 1);
-		costly = atomic_long_read(&m->costly);
+		costly = max(atomic_long_read(&m->costly), 0L);
 		nbits = m->nbits;
 	}
 	dio = lo->b.use_dio;
