@@ -200,8 +200,9 @@ struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 		*why = LOOPMQ_DIO_WHY_NOBDEV;
 		return NULL;
 	}
+	/* ->fiemap() answers in user memory: a task's own mm, not a kthread's */
 	if (!S_ISREG(inode->i_mode) || !inode->i_op->fiemap || !current->mm ||
-	    len <= 0) {
+	    (current->flags & PF_KTHREAD) || len <= 0) {
 		*why = LOOPMQ_DIO_WHY_UNKNOWN;
 		return NULL;
 	}
