@@ -86,10 +86,12 @@ def targets():
     out = []
     for r in table("targets"):
         if r[0].endswith(":*"):
-            out += [(r[0][:-2], m) for m in loopmq_modes()]
+            new = [(r[0][:-2], m) for m in loopmq_modes()]
         else:
             t, _, m = r[0].partition(":")
-            out.append((t, m))
+            new = [(t, m)]
+        # a target on some backings in one line and more in another
+        out += [x for x in new if x not in out]
     return out
 
 
@@ -1240,6 +1242,8 @@ def publish(resdir, dest):
 #      stock loop's settings was the better one (dio-on, dio-off).  cache:
 #      the page cache's growth over the cell's measured runs, MiB; switches,
 #      chosen, reason: direct I/O auto's (loopmq/dio_auto after the cell).
+#      bootmove: how far the cell's median moved from the first boot to the
+#      second (a set published with --second-boot), as a fraction.
 # key=value: kernel=, backing=, workload= (comma-separated lists; "*" or
 #      absent: every one); except=BACKING/WORKLOAD,... leaves those cells out
 #      (each must be a selected cell: the text names them); is=WORD,... (with
@@ -1249,7 +1253,7 @@ def publish(resdir, dest):
 FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
 AGGS = ("min", "max", "median", "range", "count")
 FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict", "ctxsw", "kctxsw",
-         "setting", "cache", "switches", "chosen", "reason")
+         "setting", "cache", "switches", "chosen", "reason", "bootmove")
 WORD_FUNCS = ("verdict", "setting", "chosen", "reason")
 
 
@@ -1311,6 +1315,11 @@ def fig_value(cells, func, arg, k, b, w):
         fig_cell(cells, k, b, w, arg)
         return loop_best(cells, k, b, w)[1]
     c = fig_cell(cells, k, b, w, arg)
+    if func == "bootmove":
+        rb = c.get("iops_runs_boots")
+        if not rb or len(rb) != 2 or not rb[0] or not rb[1]:
+            raise FigError("%s was measured in one boot" % arg)
+        return abs(statistics.median(rb[1]) / statistics.median(rb[0]) - 1.0)
     f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
          "spread": "spread_pct", "ctxsw": "ctxsw_per_io",
          "kctxsw": "kthread_ctxsw_per_io", "cache": "cache_growth_kib",
