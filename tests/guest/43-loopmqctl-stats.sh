@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 300
 # 43-loopmqctl-stats: loopmqctl's modes and statistics against the driver's
 # own view (sysfs loopmq/mode and loopmq/stats): --mode at attach and live,
 # --stats (table and JSON) equal to the sysfs counters, the -l stats
@@ -9,7 +10,6 @@
 # the counters --stats shows the direct-I/O state, sysfs loopmq/dio_auto
 # (direct_io for its setting, dio_KEY for the rest).
 # loopmq only (skipped on the stock loop driver, which has no modes).
-# timeout: 300
 DESCRIPTION="loopmqctl's modes and statistics against sysfs"
 requires() {
 	[ -n "$LOOPMQCTL" ] || skip_all "no loopmqctl in the guest"
