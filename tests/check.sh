@@ -211,7 +211,7 @@ CONTROL_SET='10-verify-matrix 20-flush-discard 21-readonly 22-enospc
 
 # The pool: jobs any lane may take once it is free, longest first: the
 # debug suite's parts after the first (they wait for the build), the
-# parts of the Debian kernels' suites after the first, the mutants, the
+# mutants, the parts of the Debian kernels' suites after the first, the
 # stock-driver control, then the crash trials, one job per Debian kernel
 # (the first carries the negative control).  Two lanes take from it: the host lane after its own suite,
 # the debug lane after the debug suite's first part.  (A third, the
@@ -310,19 +310,23 @@ for k in "${kernels[@]}"; do
 	[ "$k" = debug ] && [ -n "$have_debug" ] || continue
 	for ((i = 2; i <= PARTS; i++)); do pool+=("guest:debug%$i"); done
 done
+# mutants (tests/mutants/run): broken modules the suite must catch, on the
+# first Debian kernel (6.1, where all but one of them can be seen) in the
+# mode its suite runs in; one kernel's set fits the time budget
+# (tests/README.md, "Mutants").  The longest job after the debug suite's
+# (834 s at 34f02f5): before the Debian suites' parts, so that it does
+# not run alone at the end.
+if [ -z "$quick" ] && [ -z "$debug_only" ] && [ ${#debian[@]} -gt 0 ]; then
+	pool+=("mutants:${debian[0]}")
+fi
 if [ -z "$quick" ]; then
 	for k in "${debian[@]:1}"; do
 		for ((i = 1; i <= PARTS; i++)); do pool+=("guest:$k%$i"); done
 	done
 fi
-# mutants (tests/mutants/run): broken modules the suite must catch, on the
-# first Debian kernel (6.1, where all but one of them can be seen) in the
-# mode its suite runs in; one kernel's set fits the time budget
-# (tests/README.md, "Mutants")
+# the control, on the newest Debian kernel (6.1's stock driver drops and
+# re-adds partitions where 23-partitions forbids it)
 if [ -z "$quick" ] && [ -z "$debug_only" ] && [ ${#debian[@]} -gt 0 ]; then
-	pool+=("mutants:${debian[0]}")
-	# the control, on the newest Debian kernel (6.1's stock driver
-	# drops and re-adds partitions where 23-partitions forbids it)
 	pool+=("guest:${debian[${#debian[@]} - 1]%%:*}:loop")
 fi
 # then the crash consistency trials, the shortest jobs, last.
