@@ -101,10 +101,9 @@ struct loopmq_device {
 	int			lo_flags;	/* protected by @mutex */
 	loff_t			sizelimit;	/* protected by @mutex */
 	char			file_name[LO_NAME_SIZE]; /* protected by @mutex */
-	bool			want_dio;	/* protected by @mutex */
+	bool			want_dio;	/* @mutex; read by queue_rq (auto) */
 	u8			dio_setting;	/* enum loopmq_dio_setting; @mutex */
 	u8			dio_reason;	/* enum loopmq_dio_reason; @mutex */
-	bool			dio_auto_want;	/* auto's last choice; @mutex */
 	unsigned int		dio_switches;	/* auto's switches; @mutex */
 	struct loopmq_dio_map	*dio_map;	/* auto's map: set frozen */
 	unsigned long		dio_pending;	/* bit 0: @dio_work queued */
@@ -283,7 +282,8 @@ struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 void loopmq_dio_free(struct loopmq_dio_map *m);
 bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio);
 int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio);
-void loopmq_dio_note(struct loopmq_device *lo, struct request *rq);
+void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
+		     struct request *rq);
 
 /* loopmq_remap.c */
 bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq);

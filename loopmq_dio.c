@@ -82,18 +82,17 @@ const char * const loopmq_dio_reason_names[LOOPMQ_DIO_WHY_NR] = {
 	LOOPMQ_DIO_REASONS(LOOPMQ_NAME)
 };
 
+static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
+			     unsigned long last, bool set);
+
 /* Device bytes [@a, @b) of kind @kind: mark every block they touch. */
 static void loopmq_dio_mark(struct loopmq_dio_map *m, u64 a, u64 b, u64 *kind)
 {
-	unsigned long i, last;
-
 	if (a >= b)
 		return;
 	*kind += b - a;
-	last = min_t(u64, (b - 1) >> m->shift, m->nbits - 1);
-	for (i = a >> m->shift; i <= last; i++)
-		if (!__test_and_set_bit(i, m->map))
-			atomic_long_inc(&m->costly);
+	loopmq_dio_range(m, a >> m->shift,
+			 min_t(u64, ((b - 1) >> m->shift) + 1, m->nbits), true);
 }
 
 /* One ->fiemap() call's extents, copied out of @ubuf. */
@@ -295,9 +294,9 @@ static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
  * costly blocks crossed its threshold.  The map is set and freed with the
  * queue frozen.
  */
-void loopmq_dio_note(struct loopmq_device *lo, struct request *rq)
+void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
+		     struct request *rq)
 {
-	struct loopmq_dio_map *m = lo->dio_map;
 	u64 pos = blk_rq_pos(rq) << SECTOR_SHIFT;
 	u64 end = pos + blk_rq_bytes(rq);
 	bool want;
@@ -324,7 +323,7 @@ void loopmq_dio_note(struct loopmq_device *lo, struct request *rq)
 	default:
 		return;
 	}
-	want = READ_ONCE(lo->dio_auto_want);
+	want = READ_ONCE(lo->want_dio);
 	if (loopmq_dio_map_wants(m, want) != want &&
 	    !test_and_set_bit(0, &lo->dio_pending))
 		queue_work(system_long_wq, &lo->dio_work);

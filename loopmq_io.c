@@ -845,6 +845,7 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct request *rq = bd->rq;
 	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct loopmq_device *lo = rq->q->queuedata;
+	struct loopmq_dio_map *dio_map;
 	enum loopmq_action action;
 	bool remap;
 	int fb, ret;
@@ -866,8 +867,9 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 
 	/* direct I/O "auto": what the request does to the layout map */
-	if (lo->dio_map)
-		loopmq_dio_note(lo, rq);
+	dio_map = lo->dio_map;
+	if (dio_map)
+		loopmq_dio_note(lo, dio_map, rq);
 	remap = loopmq_remap_ok(lo, rq);
 	if (!remap && loopmq_pinned_refuse(lo, rq))
 		goto out;

@@ -539,7 +539,7 @@ static bool loopmq_dio_switch(struct loopmq_device *lo, bool want,
 	blk_mq_freeze_queue(lo->disk->queue);
 	if (map)
 		swap(lo->dio_map, *map);
-	lo->want_dio = want;
+	WRITE_ONCE(lo->want_dio, want);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
 	return lo->b.use_dio && !was;
@@ -565,7 +565,6 @@ static bool loopmq_dio_choose(struct loopmq_device *lo,
 		want = why != LOOPMQ_DIO_WHY_NOBDEV;
 		lo->dio_reason = why;
 	}
-	WRITE_ONCE(lo->dio_auto_want, want);
 	return want;
 }
 
@@ -598,8 +597,8 @@ static void loopmq_dio_work(struct work_struct *work)
 	if (lo->state != LOOPMQ_BOUND || lo->dio_setting != LOOPMQ_DIO_AUTO ||
 	    !lo->dio_map)
 		goto out_unlock;
-	want = loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want);
-	if (want == lo->dio_auto_want)
+	want = loopmq_dio_map_wants(lo->dio_map, lo->want_dio);
+	if (want == lo->want_dio)
 		goto out_unlock;
 	file = get_file(lo->b.file);
 	start = lo->b.offset;
@@ -612,9 +611,8 @@ static void loopmq_dio_work(struct work_struct *work)
 	mutex_lock(&lo->mutex);
 	if (lo->state != LOOPMQ_BOUND || lo->dio_setting != LOOPMQ_DIO_AUTO ||
 	    !lo->dio_map || lo->b.file != file ||
-	    loopmq_dio_map_wants(lo->dio_map, lo->dio_auto_want) != want)
+	    loopmq_dio_map_wants(lo->dio_map, lo->want_dio) != want)
 		goto out_unlock;
-	WRITE_ONCE(lo->dio_auto_want, want);
 	was = lo->b.use_dio;
 	direct = loopmq_dio_switch(lo, want, NULL);
 	lo->dio_reason = loopmq_dio_map_reason(lo->dio_map, want);
@@ -1030,7 +1028,7 @@ again:
 	lo->dio_map = dio_map;
 	dio_map = NULL;
 	lo->dio_switches = 0;
-	lo->want_dio = loopmq_dio_choose(lo, lo->dio_map, dio_why);
+	WRITE_ONCE(lo->want_dio, loopmq_dio_choose(lo, lo->dio_map, dio_why));
 	lo->discard_off = false;
 	lo->zeroes_off = false;
 
