@@ -163,6 +163,7 @@ static const struct known known[] = {
 	{ "LOOPMQ_GET_STATS", LOOPMQ_GET_STATS, A_OUT, sizeof(struct loopmq_stats), 0 },
 	{ "LOOPMQ_RESET_STATS", LOOPMQ_RESET_STATS, A_NONE, 0, 0 },
 	{ "LOOPMQ_SET_REMAP", LOOPMQ_SET_REMAP, A_INT, 0, 0 },
+	{ "LOOPMQ_SET_DIO", LOOPMQ_SET_DIO, A_INT, 0, 0 },
 };
 #define NKNOWN ((int)(sizeof(known) / sizeof(known[0])))
 
@@ -449,6 +450,8 @@ static unsigned long int_arg(unsigned long cmd)
 		return rnd(4) ? bs[rnd(sizeof(bs) / sizeof(bs[0]))] : rnd64();
 	if (cmd == LOOP_SET_DIRECT_IO)
 		return rnd(4) ? rnd(3) : rnd64();
+	if (cmd == LOOPMQ_SET_DIO)	/* off, on, auto, and one past */
+		return rnd(4) ? rnd(LOOPMQ_DIO_NR + 1) : rnd64();
 	if (cmd == LOOP_CTL_ADD || cmd == LOOP_CTL_REMOVE) {
 		switch (rnd(8)) {
 		case 0:
