@@ -568,14 +568,6 @@ static bool loopmq_dio_choose(struct loopmq_device *lo,
 	return want;
 }
 
-/* auto chose direct I/O where the alignment does not allow it */
-static void loopmq_dio_check_align(struct loopmq_device *lo)
-{
-	if (lo->dio_setting == LOOPMQ_DIO_AUTO && lo->want_dio &&
-	    !lo->b.use_dio)
-		lo->dio_reason = LOOPMQ_DIO_WHY_ALIGN;
-}
-
 /* auto's switch, queued by loopmq_dio_note() (DOC: dio auto) */
 static void loopmq_dio_work(struct work_struct *work)
 {
@@ -616,7 +608,6 @@ static void loopmq_dio_work(struct work_struct *work)
 	was = lo->b.use_dio;
 	direct = loopmq_dio_switch(lo, want, NULL);
 	lo->dio_reason = loopmq_dio_map_reason(lo->dio_map, want);
-	loopmq_dio_check_align(lo);
 	if (lo->b.use_dio != was)
 		lo->dio_switches++;
 out_unlock:
@@ -1040,7 +1031,6 @@ again:
 
 	lbs = config->block_size ?: loopmq_default_lbs(file);
 	loopmq_update_backing(lo, lbs);
-	loopmq_dio_check_align(lo);
 	loopmq_set_backing_limits(lo, lbs);
 	loopmq_set_size(lo, loopmq_backing_size(file, lo->b.offset,
 						lo->sizelimit));
@@ -1409,7 +1399,6 @@ int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
 	want = loopmq_dio_choose(lo, map, why);
 	/* the new map in place; the old one comes back to be freed */
 	direct = loopmq_dio_switch(lo, want, &map);
-	loopmq_dio_check_align(lo);
 out_unlock:
 	mutex_unlock(&lo->mutex);
 	if (!err)
@@ -1430,6 +1419,9 @@ int loopmq_set_block_size(struct loopmq_device *lo,
 			  blk_mode_t mode,
 			  struct block_device *bdev, unsigned long arg)
 {
+	struct file *file = NULL;
+	bool was, direct = false;
+	loff_t start = 0, len = 0;
 	int err;
 
 	if (!(mode & BLK_OPEN_EXCL)) {
@@ -1453,12 +1445,27 @@ int loopmq_set_block_size(struct loopmq_device *lo,
 
 	sync_blockdev(lo->disk->part0);
 	invalidate_bdev(lo->disk->part0);
+	was = lo->b.use_dio;
 	blk_mq_freeze_queue(lo->disk->queue);
 	loopmq_update_backing(lo, arg);
 	err = loopmq_set_backing_limits(lo, arg);
 	blk_mq_unfreeze_queue(lo->disk->queue);
+	/*
+	 * The new size may allow the direct I/O the setting asked for, or
+	 * forbid it: then the backing's cache is settled as at a switch.
+	 */
+	if (lo->b.use_dio != was) {
+		file = get_file(lo->b.file);
+		start = lo->b.offset;
+		len = get_capacity(lo->disk) << SECTOR_SHIFT;
+		direct = lo->b.use_dio;
+	}
 out_unlock:
 	mutex_unlock(&lo->mutex);
+	if (file) {
+		loopmq_dio_settle(file, start, len, direct);
+		fput(file);
+	}
 out_claim:
 	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, loopmq_set_block_size);

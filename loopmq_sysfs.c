@@ -268,7 +268,17 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 		nbits = m->nbits;
 	}
 	dio = lo->b.use_dio;
-	reason = lo->b.pin ? LOOPMQ_DIO_WHY_PINNED : lo->dio_reason;
+	/*
+	 * auto chose direct I/O where the offset and block size do not
+	 * allow it: said from the state as it is, since LOOP_SET_BLOCK_SIZE
+	 * and LOOP_SET_STATUS change that without a new choice.
+	 */
+	if (lo->b.pin)
+		reason = LOOPMQ_DIO_WHY_PINNED;
+	else if (lo->dio_setting == LOOPMQ_DIO_AUTO && lo->want_dio && !dio)
+		reason = LOOPMQ_DIO_WHY_ALIGN;
+	else
+		reason = lo->dio_reason;
 	len = sysfs_emit(buf, "setting %s\nchosen %s\nreason %s\n",
 			 loopmq_dio_names[lo->dio_setting],
 			 loopmq_dio_names[dio ? LOOPMQ_DIO_ON : LOOPMQ_DIO_OFF],

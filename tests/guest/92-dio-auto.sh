@@ -15,14 +15,20 @@
 #   "shared", shared 1000 per mille;
 # - a file on tmpfs: buffered, "nobdev"; a block device: direct, "blockdev";
 # - the written half of an image (sizelimit): direct; moved to its sparse
-#   half by LOOP_SET_STATUS: mapped anew, buffered.
+#   half by LOOP_SET_STATUS: mapped anew, buffered; a written image grown
+#   over a sparse tail (LOOP_SET_CAPACITY) and a read-only device moved to
+#   a sparse file (LOOP_CHANGE_FD): mapped anew, buffered;
+# - a written image on 4 KiB sectors (null_blk bs=4096) at 512-byte device
+#   blocks: direct I/O impossible, "align"; LOOP_SET_BLOCK_SIZE 4096 turns
+#   it on ("written", the backing's cache dropped), 512 off again.
 # A sparse image filled through the device switches to direct I/O while
 # fio writes it (switches 1): the switch writes back what the buffered
 # phase left dirty in the backing's page cache (periodic write-back is off
 # here, so nothing else would) and drops the backing's cached pages; a
 # reader runs through the switch without error; fio then verifies every
-# block and the device equals the backing file (cmp).  Discarding the
-# device switches back (switches 2, "sparse") and it reads zeroes.
+# block and the device equals the backing file (cmp).  A discard of 1/16
+# does not switch back (from direct I/O, only above 1/8); discarding the
+# whole device does (switches 2, "sparse") and it reads zeroes.
 # LOOPMQ_SET_DIO and sysfs loopmq/direct_io set on, off and auto (auto
 # measures anew) and refuse anything else (EINVAL) and unbound devices
 # (ENXIO).  Parts (LMQ_PART): layout, fill.
@@ -118,12 +124,68 @@ if part layout; then
 		fail "losetup --sizelimit 16M $D $M/half"
 	fi
 
+	# grown (LOOP_SET_CAPACITY) over a sparse tail: mapped anew
+	dd if=/dev/urandom of=$M/grow bs=1M count=16 conv=fsync status=none
+	if attach "image to grow" $M/grow; then
+		choice "image to grow, written" on written
+		truncate -s 64M $M/grow
+		check "LOOP_SET_CAPACITY (losetup -c)" $LOSETUP -c "$D"
+		choice "grown over a sparse tail: mapped anew" off sparse
+		is "$(dio_auto holes_permille)" 750 "grown image: holes_permille"
+		detach "grown image"
+	fi
+
+	# another file (LOOP_CHANGE_FD, read-only): mapped anew ($M/full
+	# shares its extents with the reflinked copy now)
+	dd if=/dev/urandom of=$M/ro bs=1M count=32 conv=fsync status=none
+	if $LOSETUP -r "$D" $M/ro; then
+		choice "read-only, written image" on written
+		is "$(lmq-ioctl change-fd $D ro:$M/sparse)" OK "LOOP_CHANGE_FD to the sparse image"
+		choice "changed to the sparse image: mapped anew" off sparse
+		detach "changed image"
+	else
+		fail "losetup -r $D $M/ro"
+	fi
+
 	head -c 8M /dev/urandom >$T/img
 	attach "tmpfs file" $T/img && { choice "tmpfs file" off nobdev; detach "tmpfs file"; }
 
 	modprobe brd rd_nr=1 rd_size=16384 max_part=0 || fail "modprobe brd"
 	attach "block device" /dev/ram0 && { choice "block device" on blockdev; detach "block device"; }
 	rmmod brd
+
+	# a written image on a file system of 4 KiB sectors: auto wants
+	# direct I/O, which a 512-byte device block cannot do ("align");
+	# LOOP_SET_BLOCK_SIZE 4096 makes it possible without a new choice,
+	# and the backing's cache is then settled as at a switch
+	if modprobe null_blk nr_devices=1 queue_mode=2 memory_backed=1 gb=1 bs=4096; then
+		mkdir -p $M/nb
+		mkfs.xfs -q -f /dev/nullb0 >/dev/null && mount /dev/nullb0 $M/nb ||
+			fail "xfs on null_blk (4 KiB sectors)"
+		dd if=/dev/urandom of=$M/nb/img bs=1M count=16 conv=fsync status=none
+		if $LOSETUP --sector-size 512 "$D" $M/nb/img; then
+			choice "4 KiB-sector backing, 512 B blocks" off align
+			dd if="$D" of=/dev/null bs=1M status=none
+			c=$(lmq-ioctl cached $M/nb/img 0 16777216)
+			check "512 B blocks: buffered reads fill the backing's cache (${c#OK n=} pages of 4096)" \
+				[ "${c#OK n=}" -gt 2048 ]
+			is "$(lmq-ioctl set-block-size $D 4096)" OK "LOOP_SET_BLOCK_SIZE 4096"
+			choice "4 KiB blocks" on written
+			c=$(lmq-ioctl cached $M/nb/img 0 16777216)
+			check "4 KiB blocks: the backing's cache was dropped (${c#OK n=} pages of 4096)" \
+				[ "${c#OK n=}" -lt 256 ]
+			is "$(lmq-ioctl set-block-size $D 512)" OK "LOOP_SET_BLOCK_SIZE 512"
+			choice "512 B blocks again" off align
+			check "the device equals its backing file" cmp $D $M/nb/img
+			detach "4 KiB-sector backing"
+		else
+			fail "losetup --sector-size 512 $D $M/nb/img"
+		fi
+		umount $M/nb
+		modprobe -r null_blk
+	else
+		fail "modprobe null_blk bs=4096"
+	fi
 fi
 
 # The filling image: sparse, filled through the device by fio (64 KiB
@@ -162,6 +224,14 @@ if part fill && attach "filling image" $M/fill; then
 	check_quiet "fill: fio verifies every block" $FIO --verify_only=1
 	check "fill: the device equals its backing file" cmp $D $M/fill
 	is "$(lmq_stat 0 errors)" 0 "fill: no request failed"
+	# 1/16 discarded: above the 1/32 that chose direct I/O, within the
+	# 1/8 that leaves it (the gap keeps a device from switching back and
+	# forth)
+	check "discard 4 MiB of 64" blkdiscard -o 0 -l 4194304 $D
+	sleep 1
+	is "$(dio_auto costly_permille)" 62 "4 MiB discarded: costly_permille"
+	is "$(dio_auto switches)" 1 "4 MiB discarded: no switch"
+	choice "4 MiB discarded" on written
 	# discarded: the map sees holes again, buffered I/O once more
 	check "discard the device" blkdiscard $D
 	wait_switches 2
