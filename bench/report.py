@@ -128,6 +128,8 @@ def parse_snap(path):
             cur["ctxt"] = int(f[1])
         elif f[0] == "m" and len(f) == 2:
             cur["m"] = int(f[1])
+        elif f[0] == "r" and len(f) == 2 and f[1].isdigit():
+            cur["r"] = int(f[1])
         elif f[0] == "cpu":
             cur["cpu"] = [int(x) for x in f[1:]]
         elif f[0] == "k" and len(f) == 4:
@@ -186,6 +188,15 @@ def cache_growth(snaps, tags):
     pre = [b["m"] for b in snaps.get(tags[0], {}).get("pre", []) if b.get("m") is not None]
     post = [b["m"] for b in snaps.get(tags[-1], {}).get("post", []) if b.get("m") is not None]
     return post[-1] - pre[0] if pre and post else None
+
+
+def backing_cache(snaps, tags):
+    """The image file's own pages in the page cache (KiB, fincore) after a
+    cell's last measured run: the lower copy of buffered loop I/O."""
+    if not tags:
+        return None
+    post = [b["r"] for b in snaps.get(tags[-1], {}).get("post", []) if b.get("r") is not None]
+    return post[-1] / 1024.0 if post else None
 
 
 def dio_auto_state(path):
@@ -333,8 +344,9 @@ def load(resdir):
             })
         c = dict(m)
         c["_totals"] = fio_totals(base + ".json", prefix)
-        c["cache_growth_kib"] = cache_growth(snaps, sorted(fr, key=lambda t: int(t[1:])
-                                                           if t[1:].isdigit() else 0))
+        tags = sorted(fr, key=lambda t: int(t[1:]) if t[1:].isdigit() else 0)
+        c["cache_growth_kib"] = cache_growth(snaps, tags)
+        c["backing_cache_kib"] = backing_cache(snaps, tags)
         c.update(dio_auto_state(base + ".dio"))
         c["runs_detail"] = runs
         good = [r for r in runs if not r["error"] and r["ios"] > 0]
@@ -896,9 +908,12 @@ def dio_auto_section(cs):
         c = cell.get((k, t, m, b, w))
         return c if c and c.get("ok") and c.get("iops") else None
 
-    def mib(c):
-        g = c.get("cache_growth_kib") if c else None
+    def mib(c, f="cache_growth_kib"):
+        g = c.get(f) if c else None
         return "" if g is None else "%.1f" % (g / 1024.0)
+
+    def image_mib(c):
+        return mib(c, "backing_cache_kib")
     out = ["## Direct I/O auto", ""]
     out.append("`loopmq-dio-auto`: loopmq (mode `auto`) with direct I/O `auto` "
                "(`dio_default=auto`, an unmodified `losetup`), beside stock loop and loopmq "
@@ -911,12 +926,15 @@ def dio_auto_section(cs):
                "attached with direct I/O on (the final setting). *cache MiB*: the page "
                "cache's growth over the cell's measured runs (`cache_growth_kib`), for auto, "
                "loopmq on / off and stock loop on / off: buffered I/O keeps the data in the "
-               "device's and the backing's page cache."
+               "device's and the backing's page cache. *image cached MiB*: the image file's "
+               "own pages in the page cache after the cell (`backing_cache_kib`, fincore), "
+               "the same five: the lower copy, which direct I/O does not keep."
                % (round(100 * DIO_AUTO_OWN_GOAL), round(100 * DIO_AUTO_FILL_GOAL)))
     out.append("")
     out.append("| kernel | backing | workload | chose | auto | loop best | auto / loop best | "
-               "loopmq best | auto / loopmq best | cache MiB: auto, mq on, mq off, loop on, loop off |")
-    out.append("|" + " --- |" * 10)
+               "loopmq best | auto / loopmq best | cache MiB: auto, mq on, mq off, loop on, loop off | "
+               "image cached MiB: the same |")
+    out.append("|" + " --- |" * 11)
     verdict = []
     kernels = []
     for c in have:
@@ -955,12 +973,12 @@ def dio_auto_section(cs):
                 if b == "xfs-filling" and a and on:
                     r = a["iops"] / on["iops"]
                     fill.append((w, r, a.get("dio_switches"), a.get("dio_chosen")))
-                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                cmp5 = (a, on, off, ok(kern, "loop", "dio-on", b, w), ok(kern, "loop", "dio-off", b, w))
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     kern, b, w, chose, fmt(a["iops"], "k") if a else "missing",
                     (fmt(lb["iops"], "k") + " (%s)" % which) if lb else "missing", rl,
                     (fmt(own["iops"], "k") + " (%s)" % own_which) if own else "missing", ro,
-                    ", ".join(mib(x) for x in (a, on, off, ok(kern, "loop", "dio-on", b, w),
-                                               ok(kern, "loop", "dio-off", b, w)))))
+                    ", ".join(mib(x) for x in cmp5), ", ".join(image_mib(x) for x in cmp5)))
         verdict.append("- Linux %s: auto behind stock loop's better setting in %d of %d cells%s; "
                        "below %d%% of loopmq's better own setting in %d%s" % (
                            kern, len(behind), n, (": " + "; ".join(behind)) if behind else "",
@@ -1240,7 +1258,8 @@ def publish(resdir, dest):
 #      (stock loop's better setting in that cell).  ctxsw: system-wide context
 #      switches per I/O, kctxsw: the loopmq kthread's own, setting: which of
 #      stock loop's settings was the better one (dio-on, dio-off).  cache:
-#      the page cache's growth over the cell's measured runs, MiB; switches,
+#      the page cache's growth over the cell's measured runs, MiB; imagecache:
+#      the image file's own pages in the page cache after the cell, MiB; switches,
 #      chosen, reason: direct I/O auto's (loopmq/dio_auto after the cell).
 #      bootmove: how far the cell's median moved from the first boot to the
 #      second (a set published with --second-boot), as a fraction.
@@ -1253,7 +1272,7 @@ def publish(resdir, dest):
 FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
 AGGS = ("min", "max", "median", "range", "count")
 FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict", "ctxsw", "kctxsw",
-         "setting", "cache", "switches", "chosen", "reason", "bootmove")
+         "setting", "cache", "imagecache", "switches", "chosen", "reason", "bootmove")
 WORD_FUNCS = ("verdict", "setting", "chosen", "reason")
 
 
@@ -1323,10 +1342,11 @@ def fig_value(cells, func, arg, k, b, w):
     f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
          "spread": "spread_pct", "ctxsw": "ctxsw_per_io",
          "kctxsw": "kthread_ctxsw_per_io", "cache": "cache_growth_kib",
+         "imagecache": "backing_cache_kib",
          "switches": "dio_switches", "chosen": "dio_chosen", "reason": "dio_reason"}[func]
     if c.get(f) is None:
         raise FigError("%s has no %s" % (arg, f))
-    if func == "cache":
+    if func in ("cache", "imagecache"):
         return c[f] / 1024.0
     return c[f] / 100.0 if func == "spread" else c[f]
 

@@ -133,6 +133,12 @@ fi
 while read -r a b rest; do
 	[ "$a" = Cached: ] && { buf+="m $b"$'\n'; break; }
 done </proc/meminfo
+# after a run, the image file's own pages in the page cache (bytes): the
+# lower copy that buffered loop I/O keeps beside the device's (one fincore,
+# outside the measured window)
+if [ "$2" = post ] && [ -n "$SNAP_IMAGE" ]; then
+	r=$(fincore -b -n -o RES "$SNAP_IMAGE" 2>/dev/null) && buf+="r $r"$'\n'
+fi
 printf '%s' "$buf" >>"$SNAP_FILE"
 SNAP
 	chmod +x /tmp/bench-snap
@@ -190,7 +196,9 @@ run_target() {	# target mode dev
 	fi
 	tid=$(printf '%s-%03d' "$KLABEL" "$((CELL + 1))")
 	mkdir -p "$OUT/cells"
-	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF=""
+	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF="" SNAP_IMAGE=""
+	# a file backing: its page-cache residency after each run
+	[ -f "$BACKDEV" ] && SNAP_IMAGE=$BACKDEV
 	if [ "${target#loopmq}" != "$target" ]; then
 		SNAP_STATF=/sys/block/$(basename "$dev")/loopmq/stats
 		kp=$(loopmq_kthreads)
@@ -525,6 +533,12 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 				skip_target "$t" "$m" "could not make a fresh $FRESH image"
 				continue
 			fi
+		else
+			# every target starts with a cold page cache, as on a
+			# fresh image: a buffered target must not find the
+			# image cached by the one before it
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
 		fi
 		case $t in
 		backing)

@@ -33,7 +33,8 @@ uname chmod chown touch tee yes nproc ionice chrt setsid sysctl free top
 vmstat mountpoint stdbuf realpath readlink basename dirname mktemp id fuser
 ldconfig getconf sfdisk fdisk mkswap swapon swapoff fstrim split shuf
 base64 numfmt expr test true false nice renice watch pidof du df ldd
-mkfifo mknod sum cksum comm paste join fold tac rev script logger setpriv"
+mkfifo mknod sum cksum comm paste join fold tac rev script logger setpriv
+fincore"
 # More host tools for one-off runs (e.g. LOOPMQ_EXTRA_PROGS=perf: 48 MB).
 progs="$progs ${LOOPMQ_EXTRA_PROGS:-}"
 copy_file() {	# copy $1 (following symlinks) to the same canonical path in root
