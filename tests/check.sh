@@ -16,8 +16,10 @@
 #     --guest GLOB   only the guest tests tests/guest/GLOB (default '*.sh')
 #     --full         every Debian kernel runs the whole suite (by default
 #                    tests outside BOTH_SET run on one of them a day;
-#                    the debug kernel all of DEBUG_SET, not half of it)
-#     --list         print what each guest job would run today, and exit
+#                    the debug kernel all of DEBUG_SET, not a third of
+#                    it; every self-test, not today's)
+#     --list         print what each guest job and the self-test lane
+#                    would run today, and exit (CHECK_DAY=D: on day D)
 #
 # Prints one "ok N step" / "not ok N step" line per step, then
 # "N passed, N failed"; exits non-zero if any step failed.
