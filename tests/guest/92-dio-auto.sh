@@ -27,8 +27,8 @@
 # here, so nothing else would) and drops the backing's cached pages; a
 # reader runs through the switch without error; fio then verifies every
 # block and the device equals the backing file (cmp).  A discard of 1/16
-# does not switch back (from direct I/O, only above 1/8); discarding the
-# whole device does (switches 2, "sparse") and it reads zeroes.
+# does not switch back (from direct I/O, only above 1/8); one of 9/64
+# does (switches 2, "sparse"); the whole device discarded reads zeroes.
 # LOOPMQ_SET_DIO and sysfs loopmq/direct_io set on, off and auto (auto
 # measures anew) and refuse anything else (EINVAL) and unbound devices
 # (ENXIO).  Parts (LMQ_PART): layout, fill.
@@ -232,10 +232,17 @@ if part fill && attach "filling image" $M/fill; then
 	is "$(dio_auto costly_permille)" 62 "4 MiB discarded: costly_permille"
 	is "$(dio_auto switches)" 1 "4 MiB discarded: no switch"
 	choice "4 MiB discarded" on written
-	# discarded: the map sees holes again, buffered I/O once more
-	check "discard the device" blkdiscard $D
+	# 9 MiB of 64 discarded (140 per mille): above 1/8, buffered I/O once
+	# more; a switch-back threshold anywhere above 1/7 would stay direct
+	check "discard 5 MiB more" blkdiscard -o 4194304 -l 5242880 $D
 	wait_switches 2
-	is "$(dio_auto switches)" 2 "discard: a second switch"
+	is "$(dio_auto costly_permille)" 140 "9 MiB discarded: costly_permille"
+	is "$(dio_auto switches)" 2 "9 MiB discarded: a second switch"
+	choice "9 MiB discarded" off sparse
+	# the whole device discarded: buffered still, and it reads zeroes
+	check "discard the device" blkdiscard $D
+	sleep 1
+	is "$(dio_auto switches)" 2 "discard: no third switch"
 	choice "discarded image" off sparse
 	check "discard: the device reads zeroes" cmp -n 67108864 $D /dev/zero
 
