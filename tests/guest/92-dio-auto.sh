@@ -8,6 +8,8 @@
 # With dio_default=auto, an unmodified util-linux losetup attach (as in
 # replace mode) gets "auto":
 # - a fully written image on xfs: direct I/O, reason "written";
+# - written but for 1/16 of it in holes: buffered, "sparse" (62 per
+#   mille); for 1/64: direct, "written" (direct with at most 1/32 costly);
 # - a sparse image (truncate): buffered, "sparse", holes 1000 per mille;
 # - a preallocated image (fallocate: unwritten extents): buffered,
 #   "sparse", unwritten 1000 per mille;
@@ -91,6 +93,23 @@ if part layout; then
 		  check "written image: costly blocks 0 per mille ($(dio_auto costly_permille))" \
 			[ "$(dio_auto costly_permille)" = 0 ]
 		  detach "written image"; }
+
+	# mostly written: 1/16 of it holes chooses buffered I/O, 1/64 direct
+	# (auto chooses direct with at most 1/32 of the range costly)
+	dd if=/dev/urandom of=$M/holes16 bs=1M count=32 conv=fsync status=none
+	cp --reflink=never $M/holes16 $M/holes64 || fail "cp --reflink=never"
+	sync
+	check "punch 2 MiB of 32" fallocate -p -o 8M -l 2M $M/holes16
+	check "punch 512 KiB of 32" fallocate -p -o 8M -l 512K $M/holes64
+	attach "image 1/16 holes" $M/holes16 &&
+		{ choice "image 1/16 holes" off sparse
+		  is "$(dio_auto holes_permille)" 62 "image 1/16 holes: holes_permille"
+		  detach "image 1/16 holes"; }
+	attach "image 1/64 holes" $M/holes64 &&
+		{ choice "image 1/64 holes" on written
+		  is "$(dio_auto holes_permille)" 15 "image 1/64 holes: holes_permille"
+		  detach "image 1/64 holes"; }
+	rm -f $M/holes16 $M/holes64
 
 	truncate -s 32M $M/sparse
 	attach "sparse image" $M/sparse &&
