@@ -128,8 +128,8 @@ def parse_snap(path):
             cur["ctxt"] = int(f[1])
         elif f[0] == "m" and len(f) == 2:
             cur["m"] = int(f[1])
-        elif f[0] == "r" and len(f) == 2 and f[1].isdigit():
-            cur["r"] = int(f[1])
+        elif f[0] in ("r", "u") and len(f) == 2 and f[1].isdigit():
+            cur[f[0]] = int(f[1])
         elif f[0] == "cpu":
             cur["cpu"] = [int(x) for x in f[1:]]
         elif f[0] == "k" and len(f) == 4:
@@ -190,12 +190,15 @@ def cache_growth(snaps, tags):
     return post[-1] - pre[0] if pre and post else None
 
 
-def backing_cache(snaps, tags):
+def backing_cache(snaps, tags, field="r"):
     """The image file's own pages in the page cache (KiB, fincore) after a
-    cell's last measured run: the lower copy of buffered loop I/O."""
+    cell's last measured run: the lower copy of buffered loop I/O.  With
+    field "u": the pages of the file fio used in the file system on the
+    device (xfs-file-ext4), the upper copy."""
     if not tags:
         return None
-    post = [b["r"] for b in snaps.get(tags[-1], {}).get("post", []) if b.get("r") is not None]
+    post = [b[field] for b in snaps.get(tags[-1], {}).get("post", [])
+            if b.get(field) is not None]
     return post[-1] / 1024.0 if post else None
 
 
@@ -347,6 +350,7 @@ def load(resdir):
         tags = sorted(fr, key=lambda t: int(t[1:]) if t[1:].isdigit() else 0)
         c["cache_growth_kib"] = cache_growth(snaps, tags)
         c["backing_cache_kib"] = backing_cache(snaps, tags)
+        c["upper_cache_kib"] = backing_cache(snaps, tags, "u")
         c.update(dio_auto_state(base + ".dio"))
         c["runs_detail"] = runs
         good = [r for r in runs if not r["error"] and r["ios"] > 0]
@@ -888,7 +892,7 @@ def loop_vs_loopmq(cs, field="iops"):
 # Direct I/O auto (loopmq-dio-auto: dio_default=auto) on every file backing:
 # its goals against stock loop's better setting and loopmq's own.
 DIO_AUTO_BACKINGS = ["xfs-file", "ext4-file", "tmpfs-file", "xfs-sparse", "xfs-reflink",
-                     "xfs-filling"]
+                     "xfs-filling", "xfs-file-ext4", "xfs-file-ext4-discard"]
 DIO_AUTO_OWN_GOAL = 0.98        # of the better of loopmq's own two settings
 DIO_AUTO_FILL_GOAL = 0.02       # xfs-filling: within 2% of loopmq attached with dio on
 
@@ -984,6 +988,19 @@ def dio_auto_section(cs):
                            kern, len(behind), n, (": " + "; ".join(behind)) if behind else "",
                            round(100 * DIO_AUTO_OWN_GOAL), len(own_low),
                            (": " + "; ".join(own_low)) if own_low else ""))
+        for b, w in [(b, w) for b in ("xfs-file-ext4", "xfs-file-ext4-discard")
+                     for w in WORKLOADS]:
+            a = ok(kern, "loopmq-dio-auto", "auto", b, w)
+            off = ok(kern, "loopmq-dio-off", "auto", b, w)
+            if not (a and off):
+                continue
+            verdict.append("- Linux %s, `%s` `%s` (ext4 on the device, fio on a "
+                           "file in it): auto chose %s, at %.3f of loopmq with direct I/O off; "
+                           "the file in ext4's page cache: %s MiB (auto), %s MiB (off); the "
+                           "image in the page cache below it: %s MiB (auto), %s MiB (off)" % (
+                               kern, b, SHORT.get(w, w), a.get("dio_chosen") or "?",
+                               a["iops"] / off["iops"], mib(a, "upper_cache_kib"),
+                               mib(off, "upper_cache_kib"), image_mib(a), image_mib(off)))
         if fill:
             bad = [f for f in fill if abs(f[1] - 1.0) > DIO_AUTO_FILL_GOAL or f[2] != 1 or
                    f[3] != "on"]
@@ -1259,7 +1276,9 @@ def publish(resdir, dest):
 #      switches per I/O, kctxsw: the loopmq kthread's own, setting: which of
 #      stock loop's settings was the better one (dio-on, dio-off).  cache:
 #      the page cache's growth over the cell's measured runs, MiB; imagecache:
-#      the image file's own pages in the page cache after the cell, MiB; switches,
+#      the image file's own pages in the page cache after the cell, MiB;
+#      uppercache: on xfs-file-ext4, the pages of the file in ext4 on the
+#      device after the cell, MiB; switches,
 #      chosen, reason: direct I/O auto's (loopmq/dio_auto after the cell).
 #      bootmove: how far the cell's median moved from the first boot to the
 #      second (a set published with --second-boot), as a fraction.
@@ -1272,7 +1291,8 @@ def publish(resdir, dest):
 FIG_RE = re.compile(r"<!--\s*fig\s+(\S+?):\s*(.*?)\s*-->", re.S)
 AGGS = ("min", "max", "median", "range", "count")
 FUNCS = ("iops", "ratio", "p50", "p99", "spread", "interval", "verdict", "ctxsw", "kctxsw",
-         "setting", "cache", "imagecache", "switches", "chosen", "reason", "bootmove")
+         "setting", "cache", "imagecache", "uppercache", "switches", "chosen", "reason",
+         "bootmove")
 WORD_FUNCS = ("verdict", "setting", "chosen", "reason")
 
 
@@ -1342,11 +1362,11 @@ def fig_value(cells, func, arg, k, b, w):
     f = {"iops": "iops", "p50": "lat_p50_us", "p99": "lat_p99_us",
          "spread": "spread_pct", "ctxsw": "ctxsw_per_io",
          "kctxsw": "kthread_ctxsw_per_io", "cache": "cache_growth_kib",
-         "imagecache": "backing_cache_kib",
+         "imagecache": "backing_cache_kib", "uppercache": "upper_cache_kib",
          "switches": "dio_switches", "chosen": "dio_chosen", "reason": "dio_reason"}[func]
     if c.get(f) is None:
         raise FigError("%s has no %s" % (arg, f))
-    if func in ("cache", "imagecache"):
+    if func in ("cache", "imagecache", "uppercache"):
         return c[f] / 1024.0
     return c[f] / 100.0 if func == "spread" else c[f]
 

@@ -15,6 +15,9 @@
 #              | xfs-sparse | xfs-reflink | xfs-filling (a fresh image before every target:
 #              fresh_image; xfs-filling's sparse image is filled through the target first)
 #              | xfs-pinned | ext4-pinned (loopmq pins the image: loopmq_up)
+#              | xfs-file-ext4 | xfs-file-ext4-discard (the xfs-file image, written anew
+#              before every target; ext4 on the target's device and fio buffered on a
+#              file in it: upper_up)
 #   TARGETS    space-separated target[:mode] list, e.g. "backing dm-linear loop:dio-on loopmq:aio"
 #              (dm-mpath-rq: request-based device-mapper, multipath with one path)
 #              (loopmq attaches with direct I/O on, loopmq-dio-off with it off,
@@ -49,6 +52,11 @@ FRESH=""		# sparse | reflink: make BACKDEV anew before every target
 ORIG=""			# reflink: the fully written image BACKDEV is a copy of
 FREE0=""		# free blocks of its file system before any image (or copy) existed
 PIN=""			# 1: loopmq pins BACKDEV and remaps to the disk under it
+UPPER=""		# nodiscard | discard: ext4 (mkfs -E that) on each target's
+			# device, fio on a file in it
+UPPER_MNT=/mnt/upper
+UPPER_FILE=""		# that file, while it is mounted (what fio reads and writes)
+UPPER_MB=128		# its size
 
 log() {	# to stderr, and to guest.log once main() made $OUT
 	echo "bench[${GROUP:-}]: $*" >&2
@@ -139,6 +147,11 @@ done </proc/meminfo
 if [ "$2" = post ] && [ -n "$SNAP_IMAGE" ]; then
 	r=$(fincore -b -n -o RES "$SNAP_IMAGE" 2>/dev/null) && buf+="r $r"$'\n'
 fi
+# with a file system on the device: the file fio uses, in its page cache
+# (the upper copy)
+if [ "$2" = post ] && [ -n "$SNAP_UPPER" ]; then
+	r=$(fincore -b -n -o RES "$SNAP_UPPER" 2>/dev/null) && buf+="u $r"$'\n'
+fi
 printf '%s' "$buf" >>"$SNAP_FILE"
 SNAP
 	chmod +x /tmp/bench-snap
@@ -161,7 +174,7 @@ fio_ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 + 0.5 }'; }
 target_jobfile() {	# dev first-cell-number
 	local w i=0 args a r
 	echo "[global]"
-	echo "filename=$1"
+	echo "filename=${UPPER_FILE:-$1}"
 	echo "group_reporting"
 	echo "mem=shmhuge"	# I/O buffers in hugetlb pages: see bench/run
 	for w in $WORKLOADS; do
@@ -196,7 +209,7 @@ run_target() {	# target mode dev
 	fi
 	tid=$(printf '%s-%03d' "$KLABEL" "$((CELL + 1))")
 	mkdir -p "$OUT/cells"
-	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF="" SNAP_IMAGE=""
+	export SNAP_FILE=$OUT/cells/$tid.snap SNAP_KPIDS="" SNAP_STATF="" SNAP_IMAGE="" SNAP_UPPER=""
 	# a file backing: its page-cache residency after each run
 	[ -f "$BACKDEV" ] && SNAP_IMAGE=$BACKDEV
 	if [ "${target#loopmq}" != "$target" ]; then
@@ -215,6 +228,11 @@ run_target() {	# target mode dev
 		prefill "$dev" || { skip_target "$target" "$mode" "filling $dev failed"; return; }
 		t1=$(date +%s%N)
 		log "filled $BACKDEV through $target${mode:+/$mode} in $(( (t1 - t0) / 1000000 )) ms guest time: $(image_state "$BACKDEV")"
+	fi
+	# xfs-file-ext4: ext4 on the device, fio on a file in it
+	if [ -n "$UPPER" ]; then
+		upper_up "$dev" || { skip_target "$target" "$mode" "ext4 on $dev failed"; upper_down; return; }
+		SNAP_UPPER=$UPPER_FILE
 	fi
 	# direct I/O auto: what it chose, before the workloads and after
 	local dioa=/sys/block/$(basename "$dev")/loopmq/dio_auto
@@ -241,6 +259,7 @@ run_target() {	# target mode dev
 		>/dev/null 2>"$OUT/cells/$tid.err"
 	rc=$?
 	[ -r "$dioa" ] && sed 's/^/after /' "$dioa" >>"$OUT/cells/$tid.dio"
+	[ -n "$UPPER" ] && upper_down
 	if [ $rc -ne 0 ]; then
 		log "fio rc=$rc on $target/$mode: $(tail -c 300 "$OUT/cells/$tid.err")"
 		echo "$rc $(tail -c 300 "$OUT/cells/$tid.err" | tr '\n"\\' '   ')" >"$OUT/cells/$tid.rc"
@@ -262,6 +281,37 @@ prefill() {	# dev-or-file : write the whole I/O region once, sequentially
 		--iodepth=8 --direct=1 --size="${SIZE_MB}M" --end_fsync=1 \
 		--output-format=terse >/dev/null 2>/tmp/bench-prefill.err ||
 		{ log "prefill of $1 failed: $(cat /tmp/bench-prefill.err)"; return 1; }
+}
+
+# xfs-file-ext4, xfs-file-ext4-discard: ext4 on the target's device, as a
+# user puts a file system on a loop device, and a file of UPPER_MB in it,
+# written and then read once with a cold page cache: the workloads find it
+# in ext4's page cache (the upper copy) and, with buffered loop I/O, in the
+# image's (the lower copy, which fincore counts after each run).  mkfs with
+# or without discard: with it (mkfs.ext4's default) the loop driver punches
+# the whole image out, and the file's blocks are allocated again as ext4
+# writes them; without it the image stays written but for the ranges mkfs
+# zeroes (loop's write-zeroes: unwritten extents on xfs).
+upper_up() {	# dev -> UPPER_FILE
+	mkfs.ext4 -F -q -E "$UPPER,lazy_itable_init=0,lazy_journal_init=0" "$1" ||
+		{ log "mkfs.ext4 on $1 failed"; return 1; }
+	mkdir -p $UPPER_MNT && mount -t ext4 "$1" $UPPER_MNT ||
+		{ log "mount $1 failed"; return 1; }
+	fio --name=upper --filename=$UPPER_MNT/file --rw=write --bs=1M --ioengine=psync \
+		--size="${UPPER_MB}M" --end_fsync=1 --output-format=terse >/dev/null \
+		2>/tmp/bench-upper.err ||
+		{ log "writing $UPPER_MNT/file failed: $(cat /tmp/bench-upper.err)"; return 1; }
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cat $UPPER_MNT/file >/dev/null || return 1
+	UPPER_FILE=$UPPER_MNT/file
+	log "ext4 on $1, ${UPPER_MB} MiB file read once: cached $(fincore -b -n -o RES $UPPER_FILE) B above, $(fincore -b -n -o RES "$BACKDEV") B of the image below"
+}
+
+upper_down() {
+	UPPER_FILE=""
+	mountpoint -q $UPPER_MNT 2>/dev/null && umount $UPPER_MNT
+	true
 }
 
 # ---- backings ---------------------------------------------------------------
@@ -534,6 +584,14 @@ run_targets() {	# for every TARGETS entry on BACKDEV
 				continue
 			fi
 		else
+			# xfs-file-ext4*: the file system the target before
+			# made on the device left the image partly unwritten
+			# or punched out: every target starts from the fully
+			# written image, as the first one did
+			if [ -n "$UPPER" ] && ! prefill "$BACKDEV"; then
+				skip_target "$t" "$m" "could not rewrite $BACKDEV"
+				continue
+			fi
 			# every target starts with a cold page cache, as on a
 			# fresh image: a buffered target must not find the
 			# image cached by the one before it
@@ -597,6 +655,7 @@ teardown() {
 	loopmq_down
 	dm_linear_down
 	dm_mpath_down
+	upper_down
 	losetup -D >/dev/null 2>&1
 	mountpoint -q $MNT 2>/dev/null && umount $MNT
 	[ -d $NULLB_CFG ] && for d in $NULLB_CFG/*/; do
@@ -630,6 +689,10 @@ main() {
 	xfs-file|ext4-file)
 		BACKING=$GROUP RAW=ram
 		setup_raw ram && setup_fs "${GROUP%-file}" || ok=0;;
+	xfs-file-ext4|xfs-file-ext4-discard)
+		BACKING=$GROUP RAW=ram UPPER=nodiscard
+		[ "$GROUP" = xfs-file-ext4-discard ] && UPPER=discard
+		setup_raw ram && setup_fs xfs || ok=0;;
 	xfs-pinned|ext4-pinned)
 		BACKING=$GROUP RAW=ram PIN=1
 		setup_raw ram && setup_fs "${GROUP%-pinned}" || ok=0;;
