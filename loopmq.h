@@ -80,6 +80,16 @@ struct loopmq_dio_map {
 	unsigned long	nbits;		/* blocks in the device's range */
 	unsigned int	shift;		/* a block is 1 << @shift bytes */
 	atomic_long_t	costly;		/* bits set now */
+	/*
+	 * The blocks that writes touched, and of those the costly ones,
+	 * since the window began; @window blocks make a window, whose costly
+	 * share (per mille) goes to @write_permille: -1 for none since the
+	 * mapping or the last discard or write-zeroes.
+	 */
+	atomic_long_t	win_blocks;
+	atomic_long_t	win_costly;
+	unsigned long	window;
+	int		write_permille;
 	u64		bytes;		/* measured: the range, */
 	u64		holes;		/* ... its holes, */
 	u64		unwritten;	/* ... unwritten extents */

@@ -32,7 +32,21 @@
  * request on such a device and nothing on the others.  When the share of
  * costly blocks crosses the threshold, a work item switches: direct I/O
  * at 1/32 or less, buffered again above 1/8 (the gap keeps a device near
- * the threshold from switching back and forth).  The switch
+ * the threshold from switching back and forth).
+ *
+ * The share of the range alone misjudges an image with a file system on
+ * the device: the file system's free space stays costly for good (it was
+ * discarded by mkfs, or never written), yet its writes go to the blocks it
+ * already uses, where direct I/O pays nothing, and buffered I/O keeps
+ * every block twice, in its page cache and in the image's.  So the device
+ * also counts, over a window of written blocks (1/64 of the map, 256 to
+ * 4096), how many of them were costly when written: a window with at most
+ * 1/32 costly chooses direct I/O as a written range does (reason
+ * "rewrites"), and from direct I/O only a range and a window both above
+ * 1/8 go buffered again.  A discard or write-zeroes forgets the windows:
+ * after it, the range's share decides until the next window is full.
+ *
+ * The switch
  * (loopmq_dio_work(), loopmq_dio_switch() in loopmq_main.c) writes the
  * device's range of the backing's page cache back while requests still
  * run, freezes the queue only to change the setting, then writes back
@@ -71,6 +85,9 @@
 #include "loopmq.h"
 
 #define LOOPMQ_DIO_MAX_BITS	BIT(22)
+/* blocks written per window: 1/64 of the map, within these bounds */
+#define LOOPMQ_DIO_WINDOW_MIN	256UL
+#define LOOPMQ_DIO_WINDOW_MAX	4096UL
 #define LOOPMQ_FIEMAP_BUF	PAGE_SIZE
 #define LOOPMQ_FIEMAP_NR	(LOOPMQ_FIEMAP_BUF / sizeof(struct fiemap_extent))
 
@@ -82,8 +99,9 @@ const char * const loopmq_dio_reason_names[LOOPMQ_DIO_WHY_NR] = {
 	LOOPMQ_DIO_REASONS(LOOPMQ_NAME)
 };
 
-static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
-			     unsigned long last, bool set);
+static unsigned long loopmq_dio_range(struct loopmq_dio_map *m,
+				      unsigned long first, unsigned long last,
+				      bool set);
 
 /* Device bytes [@a, @b) of kind @kind: mark every block they touch. */
 static void loopmq_dio_mark(struct loopmq_dio_map *m, u64 a, u64 b, u64 *kind)
@@ -213,6 +231,9 @@ struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 	m->shift = shift;
 	m->nbits = ((len - 1) >> shift) + 1;
 	m->bytes = len;
+	m->window = clamp(m->nbits / 64, LOOPMQ_DIO_WINDOW_MIN,
+			  LOOPMQ_DIO_WINDOW_MAX);
+	m->write_permille = -1;
 	m->map = kvcalloc(BITS_TO_LONGS(m->nbits), sizeof(long), GFP_KERNEL);
 	if (!m->map) {
 		kfree(m);
@@ -241,19 +262,28 @@ void loopmq_dio_free(struct loopmq_dio_map *m)
 
 /*
  * What a map says: direct I/O or not.  @dio is the current choice: from
- * direct I/O, buffered again only above 1/8 costly blocks.
+ * direct I/O, buffered again only above 1/8 costly blocks; the same
+ * thresholds for the costly share of the last window of writes, when
+ * there was one.
  */
 bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio)
 {
 	/* a set and a clear of one bit may count in either order */
 	unsigned long costly = max(atomic_long_read(&m->costly), 0L);
+	int w = READ_ONCE(m->write_permille);
 
-	return dio ? costly * 8 <= m->nbits : costly * 32 <= m->nbits;
+	if (dio)
+		return costly * 8 <= m->nbits || (w >= 0 && w * 8 <= 1000);
+	return costly * 32 <= m->nbits || (w >= 0 && w * 32 <= 1000);
 }
 
 /* Why a map chose what it chose. */
 int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio)
 {
+	unsigned long costly = max(atomic_long_read(&m->costly), 0L);
+
+	if (dio && costly * 32 > m->nbits && READ_ONCE(m->write_permille) >= 0)
+		return LOOPMQ_DIO_WHY_REWRITES;
 	if (dio)
 		return LOOPMQ_DIO_WHY_WRITTEN;
 	return m->shared > m->holes + m->unwritten ? LOOPMQ_DIO_WHY_SHARED :
@@ -263,12 +293,14 @@ int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio)
 /*
  * Set (@set) or clear bits [@first, @last) of the map, and count what
  * changed: whole words at once (a discard of a whole device is one
- * request), the bits of partial words one by one.
+ * request), the bits of partial words one by one.  Returns the bits it
+ * changed.
  */
-static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
-			     unsigned long last, bool set)
+static unsigned long loopmq_dio_range(struct loopmq_dio_map *m,
+				      unsigned long first, unsigned long last,
+				      bool set)
 {
-	unsigned long i = first, old;
+	unsigned long i = first, old, n = 0;
 
 	while (i < last) {
 		if (!(i % BITS_PER_LONG) && i + BITS_PER_LONG <= last) {
@@ -276,17 +308,44 @@ static void loopmq_dio_range(struct loopmq_dio_map *m, unsigned long first,
 
 			if (READ_ONCE(*w) != (set ? ~0UL : 0UL)) {
 				old = xchg(w, set ? ~0UL : 0UL);
-				atomic_long_add(set ? BITS_PER_LONG - hweight_long(old) :
-						-(long)hweight_long(old), &m->costly);
+				old = set ? BITS_PER_LONG - hweight_long(old) :
+					    hweight_long(old);
+				atomic_long_add(set ? old : -old, &m->costly);
+				n += old;
 			}
 			i += BITS_PER_LONG;
 			continue;
 		}
 		if (set ? !test_bit(i, m->map) && !test_and_set_bit(i, m->map) :
-			  test_bit(i, m->map) && test_and_clear_bit(i, m->map))
+			  test_bit(i, m->map) && test_and_clear_bit(i, m->map)) {
 			atomic_long_add(set ? 1 : -1, &m->costly);
+			n++;
+		}
 		i++;
 	}
+	return n;
+}
+
+/*
+ * A write touched @n blocks, @hit of them costly: count them into the
+ * window, and the request that fills it sets the window's share.  A
+ * heuristic: a request racing with the end of a window may count in
+ * either window or in none.
+ */
+static void loopmq_dio_window(struct loopmq_dio_map *m, unsigned long n,
+			      unsigned long hit)
+{
+	long total, costly;
+
+	if (hit)
+		atomic_long_add(hit, &m->win_costly);
+	total = atomic_long_add_return(n, &m->win_blocks);
+	if (total < (long)m->window || total - (long)n >= (long)m->window)
+		return;
+	costly = atomic_long_read(&m->win_costly);
+	atomic_long_set(&m->win_costly, 0);
+	atomic_long_set(&m->win_blocks, 0);
+	WRITE_ONCE(m->write_permille, (int)min(costly * 1000 / total, 1000L));
 }
 
 /*
@@ -299,10 +358,13 @@ void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
 {
 	u64 pos = blk_rq_pos(rq) << SECTOR_SHIFT;
 	u64 end = pos + blk_rq_bytes(rq);
+	unsigned long first, last, whole, wend, hit;
 	bool want;
 
 	if (end <= pos)
 		return;
+	first = min_t(u64, pos >> m->shift, m->nbits);
+	last = min_t(u64, ((end - 1) >> m->shift) + 1, m->nbits);
 	switch (req_op(rq)) {
 	case REQ_OP_WRITE:
 		/* the blocks the write covers whole; the last, partial block
@@ -310,15 +372,29 @@ void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
 		 */
 		if (end >= m->bytes)
 			end = (u64)m->nbits << m->shift;
-		loopmq_dio_range(m, DIV_ROUND_UP_ULL(pos, 1ULL << m->shift),
-				 min_t(u64, end >> m->shift, m->nbits), false);
+		whole = min_t(u64, DIV_ROUND_UP_ULL(pos, 1ULL << m->shift),
+			      m->nbits);
+		wend = min_t(u64, end >> m->shift, m->nbits);
+		/* costly: the whole blocks it cleared, the partial ones set */
+		hit = loopmq_dio_range(m, whole, wend, false);
+		if (first < last && (first < whole || first >= wend) &&
+		    test_bit(first, m->map))
+			hit++;
+		if (last - 1 > first && (last - 1 < whole || last - 1 >= wend) &&
+		    test_bit(last - 1, m->map))
+			hit++;
+		if (first < last)
+			loopmq_dio_window(m, last - first, hit);
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		/* every block it touches */
-		loopmq_dio_range(m, min_t(u64, pos >> m->shift, m->nbits),
-				 min_t(u64, ((end - 1) >> m->shift) + 1, m->nbits),
-				 true);
+		/* every block it touches; the writes before it no longer
+		 * say what writes will meet
+		 */
+		loopmq_dio_range(m, first, last, true);
+		WRITE_ONCE(m->write_permille, -1);
+		atomic_long_set(&m->win_costly, 0);
+		atomic_long_set(&m->win_blocks, 0);
 		break;
 	default:
 		return;

@@ -243,7 +243,9 @@ static ssize_t direct_io_store(struct device *dev,
  * What the setting chose and why: "chosen" is what the device uses now;
  * for auto, the shares (per mille) of the device's range found to be
  * holes, unwritten and shared when it was mapped, the share of blocks
- * that are costly for direct I/O now, and the switches since.
+ * that are costly for direct I/O now, and the switches since; then the
+ * costly share of the last full window of writes (-1: none since the
+ * mapping or the last discard).
  */
 static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -252,7 +254,7 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 	struct loopmq_dio_map *m;
 	u64 holes = 0, unwritten = 0, shared = 0, bytes = 1;
 	unsigned long costly = 0, nbits = 1;
-	int reason, len, err;
+	int reason, len, err, wp = -1;
 	bool dio;
 
 	err = mutex_lock_killable(&lo->mutex);
@@ -266,6 +268,7 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 		bytes = max_t(u64, m->bytes, 1);
 		costly = max(atomic_long_read(&m->costly), 0L);
 		nbits = m->nbits;
+		wp = READ_ONCE(m->write_permille);
 	}
 	dio = lo->b.use_dio;
 	/*
@@ -292,6 +295,7 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 			     "costly_permille %lu\nblock_size %lu\nswitches %u\n",
 			     costly * 1000 / nbits,
 			     m ? 1UL << m->shift : 0UL, lo->dio_switches);
+	len += sysfs_emit_at(buf, len, "write_costly_permille %d\n", wp);
 	mutex_unlock(&lo->mutex);
 	return len;
 }

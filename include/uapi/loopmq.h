@@ -94,6 +94,7 @@
 	X(UNKNOWN,	"unknown",	"layout unknown (no FIEMAP): as dio_default=Y") \
 	X(BLOCKDEV,	"blockdev",	"a block device: direct I/O (remap)")	\
 	X(PINNED,	"pinned",	"a pinned file: remapped")		\
+	X(REWRITES,	"rewrites",	"costly blocks, but writes land on written ones") \
 	/* new entries above this line */
 
 #define __LOOPMQ_MODE_ENUM(id, name, help)	LOOPMQ_MODE_##id,

@@ -33,7 +33,18 @@
 # does (switches 2, "sparse"); the whole device discarded reads zeroes.
 # LOOPMQ_SET_DIO and sysfs loopmq/direct_io set on, off and auto (auto
 # measures anew) and refuse anything else (EINVAL) and unbound devices
-# (ENXIO).  Parts (LMQ_PART): layout, fill.
+# (ENXIO).
+# Writes decide too, as with a file system on the device, whose free space
+# stays costly: on a written image whose whole range was discarded
+# (buffered, switch 1), 8 MiB written into the holes leave it buffered
+# (the windows of written blocks are all costly, write_costly_permille
+# 1000); the same 8 MiB written again switch to direct I/O although 7/8
+# of the range are still costly (switch 2, "rewrites", 0 per mille);
+# 4 MiB into holes go buffered again (3), written again direct (4); a
+# discard of 1 MiB forgets the windows: the range's share decides, and it
+# goes buffered (5, write_costly_permille -1).  Every write reads back
+# and the device equals its backing file.
+# Parts (LMQ_PART): layout, fill, rewrites.
 DESCRIPTION="direct I/O auto: the choice from the layout, and the switch"
 requires() {
 	lmq_is_mq || skip_all "direct I/O auto is loopmq's"
@@ -282,6 +293,56 @@ if part fill && attach "filling image" $M/fill; then
 	is "$(dio_auto switches)" 2 "auto again: switches count from the attach"
 	detach "filling image"
 fi
+
+# Windows of writes: a written image, discarded, then written through the
+# device (1 MiB direct writes: a window is 256 blocks of 4 KiB here, 1/64
+# of the map)
+dd if=/dev/urandom of=$M/rw bs=1M count=64 conv=fsync status=none
+if part rewrites && attach "rewritten image" $M/rw; then
+	choice "rewritten image, written" on written
+	check "rewrites: discard the device" blkdiscard $D
+	wait_switches 1
+	is "$(dio_auto switches)" 1 "rewrites: discarded: a switch"
+	choice "rewrites: discarded" off sparse
+	is "$(dio_auto write_costly_permille)" -1 "rewrites: discarded: no window of writes"
+	dd if=/dev/urandom of=$T/a bs=1M count=8 status=none
+	dd if=/dev/urandom of=$T/b bs=1M count=8 status=none
+	check "rewrites: 8 MiB into holes" \
+		dd if=$T/a of=$D bs=1M count=8 oflag=direct status=none
+	sleep 1
+	is "$(dio_auto write_costly_permille)" 1000 "rewrites: 8 MiB into holes: windows all costly"
+	is "$(dio_auto switches)" 1 "rewrites: 8 MiB into holes: no switch"
+	choice "rewrites: 8 MiB into holes" off sparse
+	check "rewrites: the same 8 MiB again" \
+		dd if=$T/b of=$D bs=1M count=8 oflag=direct status=none
+	wait_switches 2
+	is "$(dio_auto write_costly_permille)" 0 "rewrites: 8 MiB again: windows not costly"
+	is "$(dio_auto costly_permille)" 875 "rewrites: 8 MiB again: costly_permille"
+	is "$(dio_auto switches)" 2 "rewrites: 8 MiB again: a switch"
+	choice "rewrites: 8 MiB again" on rewrites
+	check "rewrites: the 8 MiB read back" cmp -n 8388608 $D $T/b
+	check "rewrites: 4 MiB into holes, direct" \
+		dd if=$T/a of=$D bs=1M count=4 seek=32 oflag=direct status=none
+	wait_switches 3
+	is "$(dio_auto switches)" 3 "rewrites: 4 MiB into holes, direct: a switch"
+	choice "rewrites: 4 MiB into holes, direct" off sparse
+	check "rewrites: the same 4 MiB again" \
+		dd if=$T/b of=$D bs=1M count=4 seek=32 oflag=direct status=none
+	wait_switches 4
+	is "$(dio_auto switches)" 4 "rewrites: 4 MiB again: a switch"
+	choice "rewrites: 4 MiB again" on rewrites
+	check "rewrites: the 4 MiB read back" \
+		cmp -n 4194304 -i 33554432:0 $D $T/b
+	check "rewrites: discard 1 MiB" blkdiscard -o 50331648 -l 1048576 $D
+	wait_switches 5
+	is "$(dio_auto write_costly_permille)" -1 "rewrites: 1 MiB discarded: windows forgotten"
+	is "$(dio_auto switches)" 5 "rewrites: 1 MiB discarded: a switch"
+	choice "rewrites: 1 MiB discarded" off sparse
+	check "rewrites: the device equals its backing file" cmp $D $M/rw
+	is "$(lmq_stat 0 errors)" 0 "rewrites: no request failed"
+	detach "rewritten image"
+fi
+rm -f $M/rw
 echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 is "$(word1 "$(lmq-ioctl set-dio-setting $D auto)")" ENXIO "LOOPMQ_SET_DIO on an unbound device: ENXIO"
 
