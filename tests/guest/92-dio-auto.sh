@@ -42,8 +42,9 @@
 # of the range are still costly (switch 2, "rewrites", 0 per mille);
 # 4 MiB into holes go buffered again (3), written again direct (4); a
 # discard of 1 MiB forgets the windows: the range's share decides, and it
-# goes buffered (5, write_costly_permille -1).  Every write reads back
-# and the device equals its backing file.
+# goes buffered (5, write_costly_permille -1); 512-byte writes into
+# holes count as costly (no switch).  Every write reads back and the
+# device equals its backing file.
 # Parts (LMQ_PART): layout, fill, rewrites.
 DESCRIPTION="direct I/O auto: the choice from the layout, and the switch"
 requires() {
@@ -338,6 +339,16 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	is "$(dio_auto write_costly_permille)" -1 "rewrites: 1 MiB discarded: windows forgotten"
 	is "$(dio_auto switches)" 5 "rewrites: 1 MiB discarded: a switch"
 	choice "rewrites: 1 MiB discarded" off sparse
+	# 512-byte writes into holes: a block they touch but do not cover
+	# stays costly, and counts as costly in the window
+	check_quiet "rewrites: 600 writes of 512 bytes into holes" \
+		fio --name=small --filename=$D --rw=randwrite --bs=512 --direct=1 \
+		--offset=40M --size=8M --number_ios=600 --randrepeat=1 --norandommap \
+		--output-format=terse
+	sleep 1
+	is "$(dio_auto write_costly_permille)" 1000 "rewrites: 512-byte writes into holes: windows all costly"
+	is "$(dio_auto switches)" 5 "rewrites: 512-byte writes into holes: no switch"
+	choice "rewrites: 512-byte writes into holes" off sparse
 	check "rewrites: the device equals its backing file" cmp $D $M/rw
 	is "$(lmq_stat 0 errors)" 0 "rewrites: no request failed"
 	detach "rewritten image"
