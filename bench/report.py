@@ -205,7 +205,9 @@ def backing_cache(snaps, tags, field="r"):
 def dio_auto_state(path):
     """loopmq/dio_auto before and after a cell's workloads (bench/guest/lib.sh,
     run_target) -> bench.json fields: dio_setting, dio_chosen, dio_reason (after),
-    dio_chosen_before, dio_switches (after), dio_costly_permille (after)."""
+    dio_chosen_before, dio_switches (after), dio_costly_permille (after),
+    dio_write_costly_permille (after; -1: no window of writes, absent from
+    modules before the windows)."""
     st = {"before": {}, "after": {}}
     try:
         for ln in open(path):
@@ -226,7 +228,8 @@ def dio_auto_state(path):
     return {"dio_setting": a.get("setting"), "dio_chosen": a.get("chosen"),
             "dio_reason": a.get("reason"), "dio_chosen_before": b.get("chosen"),
             "dio_switches": num(a.get("switches")),
-            "dio_costly_permille": num(a.get("costly_permille"))}
+            "dio_costly_permille": num(a.get("costly_permille")),
+            "dio_write_costly_permille": num(a.get("write_costly_permille"))}
 
 
 def fio_runs(path, prefix):
