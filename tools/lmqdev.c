@@ -93,6 +93,7 @@ int lmq_dio_state_parse(const char *text, struct lmq_dio *d)
 	d->setting = -1;
 	d->chosen = -1;
 	d->reason = -1;
+	d->write_costly_permille = -1;
 	for (line = text; line && *line; line = end ? end + 1 : NULL) {
 		char buf[96], key[32], val[32];
 		uint64_t *num = NULL;
@@ -131,6 +132,10 @@ int lmq_dio_state_parse(const char *text, struct lmq_dio *d)
 			num = &d->block_size;
 		} else if (!strcmp(key, "switches")) {
 			num = &d->switches;
+		} else if (!strcmp(key, "write_costly_permille")) {
+			if (sscanf(val, "%" SCNd64, &d->write_costly_permille) != 1 ||
+			    d->write_costly_permille < -1)
+				d->write_costly_permille = -1;
 		}
 		if (num && sscanf(val, "%" SCNu64, num) != 1)
 			*num = 0;

@@ -31,7 +31,9 @@
  * gives it: the setting, what the device uses now and why; for "auto", the
  * shares of the device's range (per mille) that were holes, unwritten and
  * shared extents when it was mapped, the share of its blocks costly for
- * direct I/O now, the block size of that map and the switches since.
+ * direct I/O now, the block size of that map and the switches since; the
+ * costly share of the last full window of written blocks (-1: none since
+ * the mapping or the last discard, or a module without the windows).
  * A name this tool does not know (a newer module's) is -1.
  */
 struct lmq_dio {
@@ -44,6 +46,7 @@ struct lmq_dio {
 	uint64_t	costly_permille;
 	uint64_t	block_size;		/* 0: no map */
 	uint64_t	switches;
+	int64_t		write_costly_permille;
 };
 
 /* Everything known about one device, bound or not. */

@@ -70,7 +70,7 @@ static void try_help(void)
 
 /* ---- columns ---------------------------------------------------------- */
 
-enum col_type { T_STR, T_NUM, T_BOOL };
+enum col_type { T_STR, T_NUM, T_BOOL, T_INT /* signed */ };
 
 /*
  * A column's cell: a field of lmq_info, a path or a fallback counter, or
@@ -91,7 +91,7 @@ enum col_id {
 	LOOPMQ_FALLBACKS(COL_FB_ID)
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
-	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES,
+	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES, C_DIO_WRITES,
 	C_NR,
 	/*
 	 * Not columns of their own: the two values of DIRECT-IO, which it is
@@ -179,6 +179,9 @@ static struct column columns[C_ALL] = {
 	[C_DIO_SWITCHES] = { "DIO-SWITCHES", T_NUM, 1,
 			     "auto: switches since the setting was made", S_DIO,
 			     0, "dio_switches" },
+	[C_DIO_WRITES]	= { "DIO-WRITES", T_INT, 1,
+			    "auto: costly blocks in the last window of writes, per mille (-1: none)",
+			    S_DIO, 0, "dio_write_costly_permille" },
 	/* DIRECT-IO's two values (expand_columns()) */
 	[C_DIO_SETTING]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "direct_io" },
 	[C_DIO_CHOSEN]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "dio_chosen" },
@@ -277,7 +280,7 @@ static const enum col_id stats_columns[] = {
 	LOOPMQ_FALLBACKS(COL_FB_ID)
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
-	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES,
+	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES, C_DIO_WRITES,
 };
 
 #define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
@@ -403,6 +406,9 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 	case C_DIO_SWITCHES:
 		v->num = d->switches;
 		break;
+	case C_DIO_WRITES:
+		v->num = (uint64_t)d->write_costly_permille;
+		break;
 	default:
 		/* the columns of the header's lists */
 		if (columns[c].src == S_PATH)
@@ -431,6 +437,8 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 	}
 	if (!v->null && columns[c].type == T_NUM)
 		snprintf(v->str, sizeof(v->str), "%" PRIu64, v->num);
+	else if (!v->null && columns[c].type == T_INT)
+		snprintf(v->str, sizeof(v->str), "%" PRId64, (int64_t)v->num);
 	else if (!v->null && columns[c].type == T_BOOL)
 		snprintf(v->str, sizeof(v->str), "%d", v->b);
 	else if (v->null)
@@ -538,6 +546,8 @@ static void json_value(enum col_id c, const struct cell *v)
 		json_string(v->str);
 	else if (columns[c].type == T_BOOL)
 		fputs(v->b ? "true" : "false", stdout);
+	else if (columns[c].type == T_INT)
+		printf("%" PRId64, (int64_t)v->num);
 	else
 		printf("%" PRIu64, v->num);
 }
