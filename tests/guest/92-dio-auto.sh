@@ -301,7 +301,9 @@ fi
 # Windows of writes: a written image, discarded, then written through the
 # device (1 MiB direct writes: a window is 256 blocks of 4 KiB here, 1/64
 # of the map)
-dd if=/dev/urandom of=$M/rw bs=1M count=64 conv=fsync status=none
+if part rewrites; then
+	dd if=/dev/urandom of=$M/rw bs=1M count=64 conv=fsync status=none
+fi
 if part rewrites && attach "rewritten image" $M/rw; then
 	choice "rewritten image, written" on written
 	check "rewrites: discard the device" blkdiscard $D
