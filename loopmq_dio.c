@@ -45,6 +45,8 @@
  * "rewrites"), and from direct I/O only a range and a window both above
  * 1/8 go buffered again.  A discard or write-zeroes forgets the windows:
  * after it, the range's share decides until the next window is full.
+ * Where the range's share alone decides (a written image), no window is
+ * counted: queue_rq then touches no shared counter.
  *
  * The switch
  * (loopmq_dio_work(), loopmq_dio_switch() in loopmq_main.c) writes the
@@ -261,28 +263,37 @@ void loopmq_dio_free(struct loopmq_dio_map *m)
 }
 
 /*
- * What a map says: direct I/O or not.  @dio is the current choice: from
- * direct I/O, buffered again only above 1/8 costly blocks; the same
- * thresholds for the costly share of the last window of writes, when
- * there was one.
+ * The range's share alone: direct I/O at 1/32 costly blocks or less; @dio
+ * is the current choice, and from direct I/O buffered again only above
+ * 1/8.
  */
-bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio)
+static bool loopmq_dio_range_wants(struct loopmq_dio_map *m, bool dio)
 {
 	/* a set and a clear of one bit may count in either order */
 	unsigned long costly = max(atomic_long_read(&m->costly), 0L);
+
+	return dio ? costly * 8 <= m->nbits : costly * 32 <= m->nbits;
+}
+
+/*
+ * What a map says: direct I/O or not.  Where the range's share says
+ * buffered, the costly share of the last window of writes, when there
+ * was one, with the same thresholds.
+ */
+bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio)
+{
 	int w = READ_ONCE(m->write_permille);
 
-	if (dio)
-		return costly * 8 <= m->nbits || (w >= 0 && w * 8 <= 1000);
-	return costly * 32 <= m->nbits || (w >= 0 && w * 32 <= 1000);
+	if (loopmq_dio_range_wants(m, dio))
+		return true;
+	return w >= 0 && w * (dio ? 8 : 32) <= 1000;
 }
 
 /* Why a map chose what it chose. */
 int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio)
 {
-	unsigned long costly = max(atomic_long_read(&m->costly), 0L);
-
-	if (dio && costly * 32 > m->nbits && READ_ONCE(m->write_permille) >= 0)
+	if (dio && !loopmq_dio_range_wants(m, false) &&
+	    READ_ONCE(m->write_permille) >= 0)
 		return LOOPMQ_DIO_WHY_REWRITES;
 	if (dio)
 		return LOOPMQ_DIO_WHY_WRITTEN;
@@ -310,7 +321,8 @@ static unsigned long loopmq_dio_range(struct loopmq_dio_map *m,
 				old = xchg(w, set ? ~0UL : 0UL);
 				old = set ? BITS_PER_LONG - hweight_long(old) :
 					    hweight_long(old);
-				atomic_long_add(set ? old : -old, &m->costly);
+				atomic_long_add(set ? (long)old : -(long)old,
+						&m->costly);
 				n += old;
 			}
 			i += BITS_PER_LONG;
@@ -359,7 +371,7 @@ void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
 	u64 pos = blk_rq_pos(rq) << SECTOR_SHIFT;
 	u64 end = pos + blk_rq_bytes(rq);
 	unsigned long first, last, whole, wend, hit;
-	bool want;
+	bool want = READ_ONCE(lo->want_dio);
 
 	if (end <= pos)
 		return;
@@ -377,14 +389,20 @@ void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
 		wend = min_t(u64, end >> m->shift, m->nbits);
 		/* costly: the whole blocks it cleared, the partial ones set */
 		hit = loopmq_dio_range(m, whole, wend, false);
-		if (first < last && (first < whole || first >= wend) &&
-		    test_bit(first, m->map))
+		/*
+		 * The windows count only where the range's share alone does
+		 * not decide (no shared counter on a written image's every
+		 * write): it only falls as writes come, and a discard, which
+		 * raises it, forgets the windows.
+		 */
+		if (first >= last || loopmq_dio_range_wants(m, want))
+			break;
+		if ((first < whole || first >= wend) && test_bit(first, m->map))
 			hit++;
 		if (last - 1 > first && (last - 1 < whole || last - 1 >= wend) &&
 		    test_bit(last - 1, m->map))
 			hit++;
-		if (first < last)
-			loopmq_dio_window(m, last - first, hit);
+		loopmq_dio_window(m, last - first, hit);
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
@@ -399,7 +417,6 @@ void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,
 	default:
 		return;
 	}
-	want = READ_ONCE(lo->want_dio);
 	if (loopmq_dio_map_wants(m, want) != want &&
 	    !test_and_set_bit(0, &lo->dio_pending))
 		queue_work(system_long_wq, &lo->dio_work);
