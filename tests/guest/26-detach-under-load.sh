@@ -7,6 +7,8 @@
 # device unbinds when the last opener closes.  Also: detach of a mounted
 # device (autoclear on umount), module unload refused while in use and
 # accepted afterwards, and a detach racing a mode switch.  Every mode.
+# Parts (LMQ_PART): load (every mode, and the race with mode switches),
+# rundown (the sole opener's detach).
 DESCRIPTION="detach while fio runs, while mounted, and racing a mode switch: autoclear"
 requires() {
 	require_cmd lmq-ioctl lmq-stats fio
@@ -22,7 +24,7 @@ FIO=(fio --name=load --filename=$D --rw=randrw --bs=4k --ioengine=libaio --iodep
 	--output-format=terse)
 bound() { [ -e $S/loop/backing_file ]; }
 
-for mode in $LMQ_MODES; do
+part load && for mode in $LMQ_MODES; do
 	# 1. A holder keeps the device open across fio's own close/reopen of its
 	#    files (fio closes and reopens between passes; with no other opener
 	#    the autoclear would legitimately fire in that gap).
@@ -85,24 +87,26 @@ done
 # The sole opener's detach: from LOOP_CLR_FD until its close unbinds the
 # device, it is running down and an open is refused (ENXIO), as the stock
 # driver does since 6.11; an open let in would hold the unbind back.
-rm -f $W/img; truncate -s 16M $W/img
-if $LOSETUP $D $W/img; then
-	kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
-	r=$(lmq-ioctl clr-fd-reopen $D)
-	if lmq_is_mq || [ "$kv" -ge 611 ]; then
-		is "$r" "OK ENXIO" "LOOP_CLR_FD by the sole opener: an open before its close is refused"
+if part rundown; then
+	rm -f $W/img; truncate -s 16M $W/img
+	if $LOSETUP $D $W/img; then
+		kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
+		r=$(lmq-ioctl clr-fd-reopen $D)
+		if lmq_is_mq || [ "$kv" -ge 611 ]; then
+			is "$r" "OK ENXIO" "LOOP_CLR_FD by the sole opener: an open before its close is refused"
+		else
+			diag "stock driver before 6.11 (unbinds in the ioctl): LOOP_CLR_FD, open: $r"
+		fi
+		lmq_wait_gone $S/loop/backing_file 30 && pass "unbound once the sole opener closed it" ||
+			fail "still bound after the sole opener's LOOP_CLR_FD and close"
 	else
-		diag "stock driver before 6.11 (unbinds in the ioctl): LOOP_CLR_FD, open: $r"
+		fail "attach for the sole opener's detach"
 	fi
-	lmq_wait_gone $S/loop/backing_file 30 && pass "unbound once the sole opener closed it" ||
-		fail "still bound after the sole opener's LOOP_CLR_FD and close"
-else
-	fail "attach for the sole opener's detach"
 fi
 
 # A detach racing mode switches (loopmq only): the switches cycle through
 # every mode themselves, so this runs once, not once per mode above.
-if lmq_is_mq; then
+if lmq_is_mq && part load; then
 	rm -f $W/img; truncate -s 16M $W/img
 	if $LOSETUP $D $W/img; then
 		exec {hold}<$D
