@@ -46,9 +46,11 @@
 # holes count as costly (no switch).  The windows' thresholds: a range
 # written again with 1/16 of each window's blocks in holes stays buffered
 # (62 per mille), with 1/64 goes direct (15, switch 6), and another with
-# 1/9 in holes, written from direct I/O, stays direct (109).  Every write reads back and the device
-# equals its backing file.
-# Parts (LMQ_PART): layout, fill, rewrites.
+# 1/9 in holes, written from direct I/O, stays direct (109).  Every write
+# reads back and the device equals its backing file.  A window is 1/64 of
+# the map, 256 to 4096 blocks: sparse images of 16 MiB, 512 MiB and 2 GiB
+# have a window's share only once 256, 2048 and 4096 blocks were written.
+# Parts (LMQ_PART): layout, fill, rewrites, windows.
 DESCRIPTION="direct I/O auto: the choice from the layout, and the switch"
 requires() {
 	lmq_is_mq || skip_all "direct I/O auto is loopmq's"
@@ -399,6 +401,28 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	detach "rewritten image"
 fi
 rm -f $M/rw
+
+# The window's size: 1/64 of the map, at least 256 and at most 4096
+# blocks.  On sparse images of 16 MiB (4096 blocks: 256), 512 MiB (2048)
+# and 2 GiB (4096, not 8192), one block short of a window leaves no
+# window's share, the next block makes one.
+if part windows; then
+	for w in 16:256 512:2048 2048:4096; do
+		mib=${w%:*} win=${w#*:}
+		truncate -s ${mib}M $M/win
+		attach "sparse image of $mib MiB" $M/win || continue
+		choice "sparse image of $mib MiB" off sparse
+		check "windows: $mib MiB: $((win - 1)) blocks written" \
+			dd if=/dev/urandom of=$D bs=4k count=$((win - 1)) oflag=direct status=none
+		is "$(dio_auto write_costly_permille)" -1 "windows: $mib MiB: no window after $((win - 1)) blocks"
+		check "windows: $mib MiB: one block more" \
+			dd if=/dev/urandom of=$D bs=4k count=1 seek=$((win - 1)) oflag=direct status=none
+		is "$(dio_auto write_costly_permille)" 1000 "windows: $mib MiB: a window of $win blocks"
+		is "$(dio_auto switches)" 0 "windows: $mib MiB: no switch"
+		detach "sparse image of $mib MiB"
+		rm -f $M/win
+	done
+fi
 echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 is "$(word1 "$(lmq-ioctl set-dio-setting $D auto)")" ENXIO "LOOPMQ_SET_DIO on an unbound device: ENXIO"
 
