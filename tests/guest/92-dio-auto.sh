@@ -45,8 +45,9 @@
 # goes buffered (5, write_costly_permille -1); 512-byte writes into
 # holes count as costly (no switch).  The windows' thresholds: a range
 # written again with 1/16 of each window's blocks in holes stays buffered
-# (62 per mille), with 1/64 goes direct (15, switch 6), and another with
-# 1/9 in holes, written from direct I/O, stays direct (109).  Every write
+# (62 per mille), with 1/32 goes direct (31, switch 6); written from
+# direct I/O, another with 1/9 in holes stays direct (109), and a third
+# with 1/7 goes buffered (144, switch 7).  Every write
 # reads back and the device equals its backing file.  A window is 1/64 of
 # the map, 256 to 4096 blocks: sparse images of 16 MiB, 512 MiB and 2 GiB
 # have a window's share only once 256, 2048 and 4096 blocks were written.
@@ -358,9 +359,10 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	choice "rewrites: 512-byte writes into holes" off sparse
 	# the windows' thresholds: 4 MiB written into holes, some of its
 	# blocks discarded, and written again, window by window: with 1/16 of
-	# each window's blocks in holes it stays buffered, with 1/64 it goes
-	# direct; another 4 MiB with 1/9 in holes, written from direct I/O,
-	# stays direct (the range is 3/4 costly all along)
+	# each window's blocks in holes it stays buffered, with 1/32 it goes
+	# direct; two more 4 MiB written from direct I/O: with 1/9 in holes
+	# it stays direct, with 1/7 it goes buffered (the range is 3/4
+	# costly all along)
 	check "rewrites: 4 MiB at 16 MiB" \
 		dd if=$T/a of=$D bs=1M count=4 seek=16 oflag=direct status=none
 	check_quiet "rewrites: every 16th block of it discarded" \
@@ -376,26 +378,39 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	check_quiet "rewrites: every 9th block of it discarded" \
 		fio --name=holes9 --filename=$D --rw=trim:32k --bs=4k --offset=20M --size=4M \
 		--output-format=terse
-	check_quiet "rewrites: every 64th block at 16 MiB discarded" \
-		fio --name=holes64 --filename=$D --rw=trim:252k --bs=4k --offset=16M --size=4M \
+	check "rewrites: 4 MiB at 24 MiB" \
+		dd if=$T/a of=$D bs=1M count=4 seek=24 oflag=direct status=none
+	check_quiet "rewrites: every 7th block of it discarded" \
+		fio --name=holes7 --filename=$D --rw=trim:24k --bs=4k --offset=24M --size=4M \
+		--output-format=terse
+	check_quiet "rewrites: every 32nd block at 16 MiB discarded" \
+		fio --name=holes32 --filename=$D --rw=trim:124k --bs=4k --offset=16M --size=4M \
 		--output-format=terse
 	is "$(dio_auto switches)" 5 "rewrites: discarded again: no switch"
-	check "rewrites: the 4 MiB at 16 MiB again, 1/64 into holes" \
+	check "rewrites: the 4 MiB at 16 MiB again, 1/32 into holes" \
 		dd if=$T/a of=$D bs=1M count=4 seek=16 oflag=direct status=none
 	wait_switches 6
-	is "$(dio_auto write_costly_permille)" 15 "rewrites: 1/64 into holes: windows 15 per mille"
-	is "$(dio_auto switches)" 6 "rewrites: 1/64 into holes: a switch"
-	choice "rewrites: 1/64 into holes" on rewrites
+	is "$(dio_auto write_costly_permille)" 31 "rewrites: 1/32 into holes: windows 31 per mille"
+	is "$(dio_auto switches)" 6 "rewrites: 1/32 into holes: a switch"
+	choice "rewrites: 1/32 into holes" on rewrites
 	check "rewrites: the 4 MiB at 20 MiB again, 1/9 into holes, direct" \
 		dd if=$T/b of=$D bs=1M count=4 seek=20 oflag=direct status=none
 	sleep 1
 	is "$(dio_auto write_costly_permille)" 109 "rewrites: 1/9 into holes: windows 109 per mille"
 	is "$(dio_auto switches)" 6 "rewrites: 1/9 into holes, direct: no switch"
 	choice "rewrites: 1/9 into holes, direct" on rewrites
+	check "rewrites: the 4 MiB at 24 MiB again, 1/7 into holes, direct" \
+		dd if=$T/b of=$D bs=1M count=4 seek=24 oflag=direct status=none
+	wait_switches 7
+	is "$(dio_auto write_costly_permille)" 144 "rewrites: 1/7 into holes: windows 144 per mille"
+	is "$(dio_auto switches)" 7 "rewrites: 1/7 into holes, direct: a switch"
+	choice "rewrites: 1/7 into holes, direct" off sparse
 	check "rewrites: the 4 MiB at 16 MiB read back" \
 		cmp -n 4194304 -i 16777216:0 $D $T/a
 	check "rewrites: the 4 MiB at 20 MiB read back" \
 		cmp -n 4194304 -i 20971520:0 $D $T/b
+	check "rewrites: the 4 MiB at 24 MiB read back" \
+		cmp -n 4194304 -i 25165824:0 $D $T/b
 	check "rewrites: the device equals its backing file" cmp $D $M/rw
 	is "$(lmq_stat 0 errors)" 0 "rewrites: no request failed"
 	detach "rewritten image"
