@@ -1138,6 +1138,83 @@ static int pin_bad_extent(const char *file, char *buf, size_t len)
 	return found;
 }
 
+/* Is @path the file @st describes? */
+static int same_file(const char *path, const struct stat *st)
+{
+	struct stat o;
+
+	return stat(path, &o) == 0 && o.st_dev == st->st_dev &&
+	       o.st_ino == st->st_ino;
+}
+
+/*
+ * Why the kernel found @file busy (EBUSY) for a pin: another device has
+ * it pinned, or it is a swap file (both: S_SWAPFILE), or else its page
+ * cache could not be dropped.  Writes the cause into @buf.
+ */
+static void pin_busy_cause(const char *file, char *buf, size_t len)
+{
+	struct lmq_info in;
+	char line[PATH_MAX + 64], *sp;
+	struct stat st;
+	int *list, n, i;
+	FILE *f;
+
+	if (stat(file, &st)) {
+		snprintf(buf, len, "it is pinned by another device, in use as "
+			 "swap, or a page of it could not be dropped from the "
+			 "page cache");
+		return;
+	}
+	if (lmq_list(&list, &n, 1) == 0) {
+		for (i = 0; i < n; i++) {
+			if (lmq_get_pinned(list[i]) != 1 ||
+			    lmq_get_info(list[i], &in) || !in.bound ||
+			    !same_file(in.back_file, &st))
+				continue;
+			snprintf(buf, len, "it is pinned by %s", in.path);
+			free(list);
+			return;
+		}
+		free(list);
+	}
+	/*
+	 * /proc/swaps: "Filename Type Size Used Priority" after a header;
+	 * a blank, tab, newline or backslash in a name is written \ooo
+	 */
+	f = fopen("/proc/swaps", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *r, *w;
+
+		sp = strpbrk(line, " \t");
+		if (!sp || line[0] != '/')
+			continue;
+		*sp = 0;
+		for (r = w = line; *r; w++) {
+			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
+			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+			    r[3] <= '7') {
+				*w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 |
+					    (r[3] - '0'));
+				r += 4;
+			} else {
+				*w = *r++;
+			}
+		}
+		*w = 0;
+		if (same_file(line, &st)) {
+			snprintf(buf, len, "it is in use as swap");
+			fclose(f);
+			return;
+		}
+	}
+	if (f)
+		fclose(f);
+	snprintf(buf, len, "a page of it could not be dropped from the "
+		 "page cache (a process writing to it through a shared "
+		 "mapping); no device here pins it and it is no swap file");
+}
+
 /* Report a failed LOOPMQ_SET_REMAP(PINNED) of @dev with its cause. */
 static void pin_failed(const char *dev, const char *file, int err,
 		       const char *tail)
@@ -1149,8 +1226,7 @@ static void pin_failed(const char *dev, const char *file, int err,
 		snprintf(why, sizeof(why), "pinning needs CAP_SYS_ADMIN");
 		break;
 	case EBUSY:
-		snprintf(why, sizeof(why), "it is pinned by another device "
-			 "or in use as swap");
+		pin_busy_cause(file, why, sizeof(why));
 		break;
 	case EOPNOTSUPP:
 		snprintf(why, sizeof(why), "only files on ext4 and xfs that "

@@ -7,10 +7,10 @@
 #
 # - refusals: "loopmqctl --remap=pinned" of a sparse file, a file that
 #   ends in a hole, a preallocated (unwritten) file, an xfs reflink copy,
-#   a file on tmpfs, a file pinned by another device, and a caller without
-#   CAP_SYS_ADMIN fails with the errno the ABI documents, a message naming
-#   the extent or condition, and the device detached again; the file
-#   stays writable;
+#   a file on tmpfs, a swap file, a file pinned by another device, and a
+#   caller without CAP_SYS_ADMIN fails with the errno the ABI documents, a
+#   message naming the extent or condition (the swap file, the device that
+#   pins it), and the device detached again; the file stays writable;
 # - a process writing through a shared mapping made before the pin gets
 #   SIGBUS, and what it wrote is what the device reads;
 # - the contract: while pinned, write(2) (buffered and O_DIRECT), O_TRUNC,
@@ -136,6 +136,16 @@ for fs in $FSES; do
 	fi
 	dd if=/dev/urandom of=$W/tmpfs-img bs=1M count=4 status=none
 	refuse "tmpfs" $W/tmpfs-img EOPNOTSUPP "only files on ext4 and xfs"
+	# a swap file: busy (S_SWAPFILE), and loopmqctl says why
+	dd if=/dev/zero of=$M/swap bs=1M count=4 conv=fsync status=none
+	chmod 600 $M/swap
+	if mkswap -q $M/swap >/dev/null && swapon $M/swap; then
+		refuse "$fs swap file" $M/swap EBUSY "it is in use as swap"
+		swapoff $M/swap
+	else
+		fail "$fs: swapon of a swap file"
+	fi
+	rm -f $M/swap
 	is "$(word1 "$(lmq-ioctl pwrite $M/plain 0 4096)")" OK "refusals: the files stay writable"
 
 	# ---- pin a fragmented image
@@ -162,7 +172,7 @@ for fs in $FSES; do
 	is "$(sha256sum <$D)" "$sum0" "$fs: the device reads the image"
 	is "$(cat $S/queue/discard_max_bytes)" 0 "$fs: no discard on a pinned file"
 	out=$(loopmqctl --remap=pinned $D1 $F 2>&1)
-	[[ $out == *"pinned by another device"* ]] &&
+	[[ $out == *"it is pinned by $D"* ]] &&
 		pass "$fs: a second device cannot pin it ($out)" ||
 		fail "$fs: a second device cannot pin it" "$out"
 	out=$(setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin \
