@@ -1138,13 +1138,30 @@ static int pin_bad_extent(const char *file, char *buf, size_t len)
 	return found;
 }
 
-/* Is @path the file @st describes? */
-static int same_file(const char *path, const struct stat *st)
+/* Is @in bound to the file @st describes (its inode, as -j compares)? */
+static int info_backs(const struct lmq_info *in, const struct stat *st)
 {
-	struct stat o;
+	return in->bound && in->back_ino == st->st_ino &&
+	       in->back_maj == major(st->st_dev) &&
+	       in->back_min == minor(st->st_dev);
+}
 
-	return stat(path, &o) == 0 && o.st_dev == st->st_dev &&
-	       o.st_ino == st->st_ino;
+/* Undo the \ooo escapes of a /proc file's path, in place. */
+static void unescape_octal(char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
+		    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 |
+				      (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
 }
 
 /*
@@ -1156,7 +1173,7 @@ static void pin_busy_cause(const char *file, char *buf, size_t len)
 {
 	struct lmq_info in;
 	char line[PATH_MAX + 64], *sp;
-	struct stat st;
+	struct stat st, o;
 	int *list, n, i;
 	FILE *f;
 
@@ -1169,8 +1186,7 @@ static void pin_busy_cause(const char *file, char *buf, size_t len)
 	if (lmq_list(&list, &n, 1) == 0) {
 		for (i = 0; i < n; i++) {
 			if (lmq_get_pinned(list[i]) != 1 ||
-			    lmq_get_info(list[i], &in) || !in.bound ||
-			    !same_file(in.back_file, &st))
+			    lmq_get_info(list[i], &in) || !info_backs(&in, &st))
 				continue;
 			snprintf(buf, len, "it is pinned by %s", in.path);
 			free(list);
@@ -1184,25 +1200,13 @@ static void pin_busy_cause(const char *file, char *buf, size_t len)
 	 */
 	f = fopen("/proc/swaps", "re");
 	while (f && fgets(line, sizeof(line), f)) {
-		char *r, *w;
-
 		sp = strpbrk(line, " \t");
 		if (!sp || line[0] != '/')
 			continue;
 		*sp = 0;
-		for (r = w = line; *r; w++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-			    r[3] <= '7') {
-				*w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 |
-					    (r[3] - '0'));
-				r += 4;
-			} else {
-				*w = *r++;
-			}
-		}
-		*w = 0;
-		if (same_file(line, &st)) {
+		unescape_octal(line);
+		if (stat(line, &o) == 0 && o.st_dev == st.st_dev &&
+		    o.st_ino == st.st_ino) {
 			snprintf(buf, len, "it is in use as swap");
 			fclose(f);
 			return;
@@ -1614,11 +1618,9 @@ static int do_list(const struct opts *o, const struct outfmt *f,
 			rc = 1;
 			continue;
 		}
-		if (o->assoc &&
-		    (!infos[k].bound || infos[k].back_ino != fst.st_ino ||
-		     infos[k].back_maj != major(fst.st_dev) ||
-		     infos[k].back_min != minor(fst.st_dev) ||
-		     (o->have_offset && infos[k].offset != o->offset)))
+		if (o->assoc && (!info_backs(&infos[k], &fst) ||
+				 (o->have_offset &&
+				  infos[k].offset != o->offset)))
 			continue;
 		k++;
 	}
