@@ -136,16 +136,18 @@ for fs in $FSES; do
 	fi
 	dd if=/dev/urandom of=$W/tmpfs-img bs=1M count=4 status=none
 	refuse "tmpfs" $W/tmpfs-img EOPNOTSUPP "only files on ext4 and xfs"
-	# a swap file: busy (S_SWAPFILE), and loopmqctl says why
-	dd if=/dev/zero of=$M/swap bs=1M count=4 conv=fsync status=none
-	chmod 600 $M/swap
-	if mkswap -q $M/swap >/dev/null && swapon $M/swap; then
-		refuse "$fs swap file" $M/swap EBUSY "it is in use as swap"
-		swapoff $M/swap
+	# a swap file: busy (S_SWAPFILE), and loopmqctl says why (a blank in
+	# its name: /proc/swaps writes it \040)
+	sw="$M/swap file"
+	dd if=/dev/zero of="$sw" bs=1M count=4 conv=fsync status=none
+	chmod 600 "$sw"
+	if mkswap -q "$sw" >/dev/null && swapon "$sw"; then
+		refuse "$fs swap file" "$sw" EBUSY "it is in use as swap"
+		swapoff "$sw"
 	else
 		fail "$fs: swapon of a swap file"
 	fi
-	rm -f $M/swap
+	rm -f "$sw"
 	is "$(word1 "$(lmq-ioctl pwrite $M/plain 0 4096)")" OK "refusals: the files stay writable"
 
 	# ---- pin a fragmented image

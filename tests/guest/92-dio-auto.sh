@@ -99,6 +99,12 @@ detach() {
 	$LOSETUP -d "$D"
 	unbound "$D" "$1: detached"
 }
+# holes DESC MIB N: discard every Nth 4 KiB block of the device's 4 MiB
+# from MIB MiB on, the first of them at MIB MiB
+holes() {
+	check_quiet "$1" fio --name=holes$3 --filename=$D --rw=trim:$((($3 - 1) * 4))k \
+		--bs=4k --offset=$2M --size=4M --output-format=terse
+}
 
 lmq_load 1 dio_default=auto || { fail "load $LMQ_MOD dio_default=auto"; stop_testing; }
 is "$(cat /sys/module/$LMQ_MOD/parameters/dio_default)" auto "dio_default reads auto"
@@ -365,9 +371,7 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	# costly all along)
 	check "rewrites: 4 MiB at 16 MiB" \
 		dd if=$T/a of=$D bs=1M count=4 seek=16 oflag=direct status=none
-	check_quiet "rewrites: every 16th block of it discarded" \
-		fio --name=holes16 --filename=$D --rw=trim:60k --bs=4k --offset=16M --size=4M \
-		--output-format=terse
+	holes "rewrites: every 16th block of it discarded" 16 16
 	check "rewrites: the 4 MiB again, 1/16 into holes" \
 		dd if=$T/b of=$D bs=1M count=4 seek=16 oflag=direct status=none
 	sleep 1
@@ -375,17 +379,11 @@ if part rewrites && attach "rewritten image" $M/rw; then
 	is "$(dio_auto switches)" 5 "rewrites: 1/16 into holes: no switch"
 	check "rewrites: 4 MiB at 20 MiB" \
 		dd if=$T/a of=$D bs=1M count=4 seek=20 oflag=direct status=none
-	check_quiet "rewrites: every 9th block of it discarded" \
-		fio --name=holes9 --filename=$D --rw=trim:32k --bs=4k --offset=20M --size=4M \
-		--output-format=terse
+	holes "rewrites: every 9th block of it discarded" 20 9
 	check "rewrites: 4 MiB at 24 MiB" \
 		dd if=$T/a of=$D bs=1M count=4 seek=24 oflag=direct status=none
-	check_quiet "rewrites: every 7th block of it discarded" \
-		fio --name=holes7 --filename=$D --rw=trim:24k --bs=4k --offset=24M --size=4M \
-		--output-format=terse
-	check_quiet "rewrites: every 32nd block at 16 MiB discarded" \
-		fio --name=holes32 --filename=$D --rw=trim:124k --bs=4k --offset=16M --size=4M \
-		--output-format=terse
+	holes "rewrites: every 7th block of it discarded" 24 7
+	holes "rewrites: every 32nd block at 16 MiB discarded" 16 32
 	is "$(dio_auto switches)" 5 "rewrites: discarded again: no switch"
 	check "rewrites: the 4 MiB at 16 MiB again, 1/32 into holes" \
 		dd if=$T/a of=$D bs=1M count=4 seek=16 oflag=direct status=none
