@@ -33,7 +33,6 @@ struct loopmq_pcpu_stats {
 	u64	fallback[LOOPMQ_FB_NR];
 	u64	kthread_wakeups;
 	u64	errors;
-	u64	dio_cached_reads;	/* auto: reads through the page cache */
 };
 
 /*
@@ -45,8 +44,6 @@ struct loopmq_backing {
 	struct file	*file;
 	loff_t		offset;		/* added to every request's position */
 	bool		use_dio;	/* IOCB_DIRECT on every read/write */
-	bool		cached_reads;	/* ... but reads into process memory */
-	bool		nowait_cached_read; /* IOCB_NOWAIT honoured for those */
 	bool		nowait_read;	/* IOCB_NOWAIT honoured for reads */
 	bool		nowait_write;	/* ... and for writes */
 	bool		is_reg;		/* regular file: freeze protection */
@@ -169,7 +166,6 @@ struct loopmq_cmd {
 	unsigned int		nr_bvec;
 	unsigned int		done;		/* bytes already transferred */
 	bool			nowait;		/* submitted with IOCB_NOWAIT */
-	bool			dio;		/* IOCB_DIRECT */
 	bool			from_kthread;	/* executed by the kthread */
 	bool			finish_sync;	/* was short: sync loop only */
 	blk_status_t		status;		/* final status */
@@ -294,7 +290,6 @@ extern const char * const loopmq_dio_reason_names[LOOPMQ_DIO_WHY_NR];
 struct loopmq_dio_map *loopmq_dio_layout(struct file *file, loff_t start,
 					 loff_t len, int *why);
 void loopmq_dio_free(struct loopmq_dio_map *m);
-bool loopmq_dio_read_cached(struct request *rq);
 bool loopmq_dio_map_wants(struct loopmq_dio_map *m, bool dio);
 int loopmq_dio_map_reason(struct loopmq_dio_map *m, bool dio);
 void loopmq_dio_note(struct loopmq_device *lo, struct loopmq_dio_map *m,

@@ -118,7 +118,7 @@ static void loopmq_kiocb_init(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 	iocb->ki_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) +
 		       lo->b.offset + cmd->done;
 	iocb->ki_ioprio = req_get_ioprio(rq);
-	if (cmd->dio)
+	if (lo->b.use_dio)
 		iocb->ki_flags |= IOCB_DIRECT;
 	if (nowait)
 		iocb->ki_flags |= IOCB_NOWAIT;

@@ -66,18 +66,6 @@
  * A measurement that fails (but for a fatal signal) leaves the layout
  * unknown; it never fails the attach.
  *
- * Direct I/O chosen, a read still goes through the backing's page cache
- * when nothing above the device caches its data: when it reads into
- * process memory (an O_DIRECT read of the device or of a file on it, into
- * anonymous, shared or hugetlb pages), the backing's page cache would be
- * its only copy, not a second one, and with direct I/O it would have
- * none (loopmq_dio_read_cached()).  A read into a page cache (the
- * device's own, a file system's on it), the swap cache or kernel memory
- * (a file system's metadata buffers) stays direct.  Writes stay direct:
- * the file system writes a direct write's range back and drops its pages
- * itself, so the cache those reads filled stays coherent.  The setting
- * "on" reads nothing through the page cache.
- *
  * Without a block device under its file system (tmpfs), a file stays
  * buffered: its buffered I/O is a copy into its own pages, and direct I/O
  * there saves nothing.  A block device backing takes direct I/O (the
@@ -370,29 +358,6 @@ static void loopmq_dio_window(struct loopmq_dio_map *m, unsigned long n,
 	atomic_long_set(&m->win_costly, 0);
 	atomic_long_set(&m->win_blocks, 0);
 	WRITE_ONCE(m->write_permille, (int)min(costly * 1000 / total, 1000L));
-}
-
-/*
- * A read on a device where auto chose direct I/O: true when every bio of
- * @rq reads into process memory, which no page cache above the device
- * holds: anonymous pages, or shared memory (shmem) or hugetlb pages,
- * but not a page of the swap cache (a swap-in).  The request goes through
- * the backing's page cache then (DOC: dio auto).
- */
-bool loopmq_dio_read_cached(struct request *rq)
-{
-	struct bio *bio;
-
-	__rq_for_each_bio(bio, rq) {
-		struct folio *folio = page_folio(bio_page(bio));
-
-		/* a slab page's ->mapping is not one: kernel memory */
-		if (folio_test_slab(folio) || folio_test_swapcache(folio) ||
-		    !(folio_test_anon(folio) || folio_test_swapbacked(folio) ||
-		      folio_test_hugetlb(folio)))
-			return false;
-	}
-	return true;
 }
 
 /*

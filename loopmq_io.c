@@ -382,7 +382,6 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 					struct request *rq, int mode,
 					bool remap, int *fb)
 {
-	struct loopmq_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	enum req_op op = req_op(rq);
 	bool nowait, sync_ok = false;
 	int sync_fb = -1;
@@ -412,10 +411,8 @@ static enum loopmq_action loopmq_choose(struct loopmq_device *lo,
 	/* Buffered FUA means an fsync in write_iter: it would block. */
 	else if (op == REQ_OP_WRITE)
 		nowait = lo->b.nowait_write &&
-			 (cmd->dio || !((rq->cmd_flags & REQ_FUA) ||
-					loopmq_file_dsync(lo->b.file)));
-	else if (cmd->dio != lo->b.use_dio)
-		nowait = lo->b.nowait_cached_read;
+			 (lo->b.use_dio || !((rq->cmd_flags & REQ_FUA) ||
+					     loopmq_file_dsync(lo->b.file)));
 	else
 		nowait = lo->b.nowait_read;
 	/*
@@ -682,7 +679,7 @@ static void loopmq_kthread_file(struct loopmq_device *lo, struct request *rq)
 	enum req_op op = req_op(rq);
 	int ret;
 
-	if ((op == REQ_OP_READ || op == REQ_OP_WRITE) && cmd->dio &&
+	if ((op == REQ_OP_READ || op == REQ_OP_WRITE) && lo->b.use_dio &&
 	    !cmd->done && !cmd->finish_sync) {
 		/* Async: the kthread must not serialise direct I/O. */
 		ret = loopmq_aio_submit(lo, rq, false);
@@ -873,13 +870,6 @@ blk_status_t loopmq_queue_rq(struct blk_mq_hw_ctx *hctx,
 	dio_map = lo->dio_map;
 	if (dio_map)
 		loopmq_dio_note(lo, dio_map, rq);
-	/* ... and a read that nothing above caches, through the page cache */
-	cmd->dio = lo->b.use_dio;
-	if (lo->b.cached_reads && req_op(rq) == REQ_OP_READ &&
-	    loopmq_dio_read_cached(rq)) {
-		cmd->dio = false;
-		this_cpu_inc(lo->stats->dio_cached_reads);
-	}
 	remap = loopmq_remap_ok(lo, rq);
 	if (!remap && loopmq_pinned_refuse(lo, rq))
 		goto out;

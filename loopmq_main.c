@@ -383,11 +383,6 @@ static void loopmq_update_backing(struct loopmq_device *lo, unsigned int lbs)
 	/* New file or new I/O properties: what NOWAIT did before says nothing. */
 	WRITE_ONCE(lo->nowait_fail, 0);
 	lo->b.nowait_read = loopmq_file_nowait(file, lo->b.use_dio);
-	/* auto, direct: reads cached nowhere above, buffered (DOC: dio auto) */
-	lo->b.cached_reads = lo->b.use_dio && lo->b.is_reg && !lo->b.pin &&
-			     lo->dio_setting == LOOPMQ_DIO_AUTO;
-	lo->b.nowait_cached_read = lo->b.cached_reads &&
-				   loopmq_file_nowait(file, false);
 	lo->b.nowait_write = lo->b.nowait_read &&
 			     (lo->b.use_dio ||
 			      loopmq_file_buffered_nowait_write(file));
@@ -528,19 +523,17 @@ static void loopmq_dio_settle(struct file *file, loff_t start, loff_t len,
  * fails, none is reordered.  The caller writes the backing's cached pages
  * back before (most of them, while requests still run) and after (what
  * the last buffered requests dirtied; going direct, the clean pages go
- * too: they would be a second copy of the device's own page cache, and
- * auto's reads into process memory fill again what they need), with
- * loopmq_dio_settle(), outside our locks: the file system's own locks
- * must not nest in the frozen queue.  Meanwhile direct I/O stays
- * coherent: the file system writes back and drops the range of a direct
- * request itself.  Returns true when the device now uses direct I/O and
- * did not before, or no longer reads through the page cache (auto to
- * "on") and did before.
+ * too: that mode does not read them, and they would only be a second copy
+ * of the device's own page cache), with loopmq_dio_settle(), outside our
+ * locks: the file system's own locks must not nest in the frozen queue.
+ * Meanwhile direct I/O stays coherent: the file system writes back and
+ * drops the range of a direct request itself.  Returns true when the
+ * device now uses direct I/O and did not before.
  */
 static bool loopmq_dio_switch(struct loopmq_device *lo, bool want,
 			      struct loopmq_dio_map **map)
 {
-	bool was = lo->b.use_dio, cached = lo->b.cached_reads;
+	bool was = lo->b.use_dio;
 
 	lockdep_assert_held(&lo->mutex);
 	blk_mq_freeze_queue(lo->disk->queue);
@@ -549,7 +542,7 @@ static bool loopmq_dio_switch(struct loopmq_device *lo, bool want,
 	WRITE_ONCE(lo->want_dio, want);
 	loopmq_update_backing(lo, loopmq_lbs(lo));
 	blk_mq_unfreeze_queue(lo->disk->queue);
-	return lo->b.use_dio && (!was || (cached && !lo->b.cached_reads));
+	return lo->b.use_dio && !was;
 }
 
 /*

@@ -245,9 +245,7 @@ static ssize_t direct_io_store(struct device *dev,
  * holes, unwritten and shared when it was mapped, the share of blocks
  * that are costly for direct I/O now, and the switches since; then the
  * costly share of the last full window of writes (-1: none since the
- * mapping or the last discard); and the reads that auto sent through the
- * page cache with direct I/O chosen (DOC: dio auto), since the statistics
- * were last reset.
+ * mapping or the last discard).
  */
 static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -256,8 +254,7 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 	struct loopmq_dio_map *m;
 	u64 holes = 0, unwritten = 0, shared = 0, bytes = 1;
 	unsigned long costly = 0, nbits = 1;
-	int reason, len, err, wp = -1, cpu;
-	u64 cached = 0;
+	int reason, len, err, wp = -1;
 	bool dio;
 
 	err = mutex_lock_killable(&lo->mutex);
@@ -299,9 +296,6 @@ static ssize_t dio_auto_show(struct device *dev, struct device_attribute *attr,
 			     costly * 1000 / nbits,
 			     m ? 1UL << m->shift : 0UL, lo->dio_switches);
 	len += sysfs_emit_at(buf, len, "write_costly_permille %d\n", wp);
-	for_each_possible_cpu(cpu)
-		cached += READ_ONCE(per_cpu_ptr(lo->stats, cpu)->dio_cached_reads);
-	len += sysfs_emit_at(buf, len, "cached_reads %llu\n", cached);
 	mutex_unlock(&lo->mutex);
 	return len;
 }

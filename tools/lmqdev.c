@@ -132,8 +132,6 @@ int lmq_dio_state_parse(const char *text, struct lmq_dio *d)
 			num = &d->block_size;
 		} else if (!strcmp(key, "switches")) {
 			num = &d->switches;
-		} else if (!strcmp(key, "cached_reads")) {
-			num = &d->cached_reads;
 		} else if (!strcmp(key, "write_costly_permille")) {
 			if (sscanf(val, "%" SCNd64, &d->write_costly_permille) != 1 ||
 			    d->write_costly_permille < -1)

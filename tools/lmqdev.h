@@ -33,9 +33,7 @@
  * shared extents when it was mapped, the share of its blocks costly for
  * direct I/O now, the block size of that map and the switches since; the
  * costly share of the last full window of written blocks (-1: none since
- * the mapping or the last discard, or a module without the windows);
- * the reads that auto sent through the page cache with direct I/O chosen
- * (0 from a module without them).
+ * the mapping or the last discard, or a module without the windows).
  * A name this tool does not know (a newer module's) is -1.
  */
 struct lmq_dio {
@@ -49,7 +47,6 @@ struct lmq_dio {
 	uint64_t	block_size;		/* 0: no map */
 	uint64_t	switches;
 	int64_t		write_costly_permille;
-	uint64_t	cached_reads;		/* reads auto sent buffered */
 };
 
 /* Everything known about one device, bound or not. */

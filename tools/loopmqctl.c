@@ -92,7 +92,6 @@ enum col_id {
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
 	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES, C_DIO_WRITES,
-	C_DIO_CACHED,
 	C_NR,
 	/*
 	 * Not columns of their own: the two values of DIRECT-IO, which it is
@@ -183,9 +182,6 @@ static struct column columns[C_ALL] = {
 	[C_DIO_WRITES]	= { "DIO-WRITES", T_INT, 1,
 			    "auto: costly blocks in the last window of writes, per mille (-1: none)",
 			    S_DIO, 0, "dio_write_costly_permille" },
-	[C_DIO_CACHED]	= { "DIO-CACHED-READS", T_NUM, 1,
-			    "auto: reads sent through the page cache with direct I/O chosen",
-			    S_DIO, 0, "dio_cached_reads" },
 	/* DIRECT-IO's two values (expand_columns()) */
 	[C_DIO_SETTING]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "direct_io" },
 	[C_DIO_CHOSEN]	= { NULL, T_STR, 0, NULL, S_DIO, 0, "dio_chosen" },
@@ -285,7 +281,6 @@ static const enum col_id stats_columns[] = {
 	C_WAKEUPS, C_PEAK_INFLIGHT, C_ERRORS,
 	C_DIRECT_IO, C_DIO_REASON, C_DIO_HOLES, C_DIO_UNWRITTEN, C_DIO_SHARED,
 	C_DIO_COSTLY, C_DIO_BLOCK, C_DIO_SWITCHES, C_DIO_WRITES,
-	C_DIO_CACHED,
 };
 
 #define ARRAY_SIZE(a)	((int)(sizeof(a) / sizeof((a)[0])))
@@ -413,9 +408,6 @@ static void get_cell(const struct lmq_info *in, enum col_id c, struct cell *v)
 		break;
 	case C_DIO_WRITES:
 		v->num = (uint64_t)d->write_costly_permille;
-		break;
-	case C_DIO_CACHED:
-		v->num = d->cached_reads;
 		break;
 	default:
 		/* the columns of the header's lists */

@@ -203,7 +203,7 @@ j=$("$LOOPMQCTL" --stats -J $D $D2)
 keys=name,mode,paths,fallbacks,kthread_wakeups,peak_inflight,errors
 keys=$keys,direct_io,dio_chosen,dio_reason,dio_holes_permille,dio_unwritten_permille
 keys=$keys,dio_shared_permille,dio_costly_permille,dio_block_size,dio_switches
-keys=$keys,dio_write_costly_permille,dio_cached_reads
+keys=$keys,dio_write_costly_permille
 is "$(jq -r '[keys_unsorted[]] + [.loopdevices[] | keys_unsorted | join(",")] | join(" ")' <<<"$j")" \
 	"loopdevices $keys $keys" \
 	"--stats -J: the top-level key and the field names, one object per device"

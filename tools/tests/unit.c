@@ -82,8 +82,7 @@ static void dio_text(char *buf, size_t len, const char *setting,
 	snprintf(buf, len, "setting %s\nchosen %s\nreason %s\n"
 		 "holes_permille 1000\nunwritten_permille 2\n"
 		 "shared_permille 3\ncostly_permille 999\nblock_size 4096\n"
-		 "switches 7\nwrite_costly_permille 15\ncached_reads 42\n",
-		 setting, chosen,
+		 "switches 7\nwrite_costly_permille 15\n", setting, chosen,
 		 reason);
 }
 
@@ -115,12 +114,12 @@ static void dio_state_checks(void)
 	ok(r == 0 && d.holes_permille == 1000 && d.unwritten_permille == 2 &&
 	   d.shared_permille == 3 && d.costly_permille == 999 &&
 	   d.block_size == 4096 && d.switches == 7 &&
-	   d.write_costly_permille == 15 && d.cached_reads == 42,
+	   d.write_costly_permille == 15,
 	   "dio_auto numbers (got r=%d %" PRIu64 " %" PRIu64 " %" PRIu64
-	   " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu64 ")",
-	   r, d.holes_permille, d.unwritten_permille, d.shared_permille,
+	   " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 ")", r,
+	   d.holes_permille, d.unwritten_permille, d.shared_permille,
 	   d.costly_permille, d.block_size, d.switches,
-	   d.write_costly_permille, d.cached_reads);
+	   d.write_costly_permille);
 	r = lmq_dio_state_parse("setting auto\nwrite_costly_permille -1\n", &d);
 	ok(r == 0 && d.write_costly_permille == -1,
 	   "dio_auto: write_costly_permille -1 (got r=%d %" PRId64 ")", r,
