@@ -89,7 +89,12 @@
  *
  * Writes on the NOWAIT path take freeze protection with a trylock: a
  * frozen backing file system answers "would block" and the kthread waits
- * for the thaw, never the submitter.
+ * for the thaw, never the submitter.  Buffered reads on it carry
+ * IOCB_NOIO as well, as RWF_NOWAIT's do: IOCB_NOWAIT alone still lets a
+ * read that misses the page cache start readahead, which submits to the
+ * backing's device from here and may wait for a tag or the file
+ * system's locks (tests/guest/93-nowait-read-noio.sh); such a miss
+ * answers "would block" and the kthread reads.
  *
  * Inline calls save and clear the submitter's plug and bio list.  A
  * queue_rq running from blk_finish_plug() must not add requests to the plug

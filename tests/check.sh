@@ -164,7 +164,7 @@ selftest_today() {	# selftest_today NAME: does it run today?
 BOTH_SET='00-environment 00-module-load 10-verify-matrix 11-mode-switch
 20-flush-discard 21-readonly 23-partitions 24-capacity 27-losetup-compat
 31-dio-default 32-replace-loop 76-nested-plug 82-remap 85-nowait-backing
-92-dio-auto'
+92-dio-auto 93-nowait-read-noio'
 share() {	# share DAILY N I SCRIPT...: the scripts in DAILY, and of the
 		# others every N-th from today's offset on: lane I's share
 	local daily=" $(echo $1) " n=$2 i=$3 d j=0 t
@@ -204,7 +204,7 @@ DEBUG_SET='00-module-load 11-mode-switch 19-stack-usage
 70-signal-storm 71-remove-open-race 72-detach-partition-race
 73-detach-inflight-aio 74-frozen-backing 75-dirty-throttle 76-nested-plug
 77-backing-cycle 78-lockdep-inline 83-pinned 84-pin-races 89-remap-pool
-92-dio-auto'
+92-dio-auto 93-nowait-read-noio'
 
 # Of the debug set, make check runs these every day: the checks only a
 # debug kernel can make of the inline dispatch's safety (lockdep's view of
