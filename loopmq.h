@@ -181,6 +181,23 @@ struct loopmq_cmd {
 };
 
 /*
+ * May @rq be executed synchronously, blocking, in this task?  Not for a
+ * REQ_NOWAIT request (io_uring asked not to be blocked), and not from a
+ * workqueue worker: kblockd runs queues of every block device and is a
+ * reclaim workqueue, so a request dispatched from there (a plug flushed
+ * from schedule(), a requeue, an async queue run) must not block it on
+ * the backing file.  Returns the fallback reason, or -1.
+ */
+static inline int loopmq_sync_guard(struct request *rq)
+{
+	if (rq->cmd_flags & REQ_NOWAIT)
+		return LOOPMQ_FB_REQNOWAIT;
+	if (current->flags & PF_WQ_WORKER)
+		return LOOPMQ_FB_WORKER;
+	return -1;
+}
+
+/*
  * Writes to the backing file must be durable on completion: it was opened
  * with O_SYNC or O_DSYNC, or is marked synchronous (chattr +S, -o sync).
  */

@@ -120,14 +120,15 @@ static void loopmq_kiocb_init(struct loopmq_device *lo, struct loopmq_cmd *cmd,
 	iocb->ki_ioprio = req_get_ioprio(rq);
 	if (lo->b.use_dio)
 		iocb->ki_flags |= IOCB_DIRECT;
-	/*
-	 * NOWAIT as RWF_NOWAIT has it: a buffered read that misses the page
-	 * cache starts no readahead either (IOCB_NOIO), which would submit
-	 * to the backing's device from here and may wait for it.
-	 */
 	if (nowait)
 		iocb->ki_flags |= IOCB_NOWAIT;
-	if (nowait && !lo->b.use_dio && req_op(rq) == REQ_OP_READ)
+	/*
+	 * Where the request must not block, a buffered read that misses the
+	 * page cache starts no readahead either (IOCB_NOIO, as RWF_NOWAIT):
+	 * readahead submits to the backing's device and may wait for it.
+	 */
+	if (nowait && !lo->b.use_dio && req_op(rq) == REQ_OP_READ &&
+	    loopmq_sync_guard(rq) >= 0)
 		iocb->ki_flags |= IOCB_NOIO;
 	if (req_op(rq) == REQ_OP_WRITE) {
 		iocb->ki_flags |= IOCB_WRITE;

@@ -89,12 +89,16 @@
  *
  * Writes on the NOWAIT path take freeze protection with a trylock: a
  * frozen backing file system answers "would block" and the kthread waits
- * for the thaw, never the submitter.  Buffered reads on it carry
- * IOCB_NOIO as well, as RWF_NOWAIT's do: IOCB_NOWAIT alone still lets a
- * read that misses the page cache start readahead, which submits to the
- * backing's device from here and may wait for a tag or the file
- * system's locks (tests/guest/93-nowait-read-noio.sh); such a miss
- * answers "would block" and the kthread reads.
+ * for the thaw, never the submitter.  IOCB_NOWAIT alone still lets a
+ * buffered read that misses the page cache start readahead, which
+ * submits to the backing's device from here and may wait for a tag or
+ * the file system's locks: for the two requests that must not block
+ * (reqnowait, worker) a buffered NOWAIT read carries IOCB_NOIO too, as
+ * RWF_NOWAIT's do, and a miss answers "would block" for the kthread to
+ * read.  Any other submitter's miss reads inline: on a fast backing the
+ * readahead completes there, and a trip through the kthread for each
+ * miss cost 12-38% of cold random reads on a RAM disk (docs/BENCHMARKS.md,
+ * "Buffered NOWAIT reads and readahead"; tests/guest/93-nowait-read-noio.sh).
  *
  * Inline calls save and clear the submitter's plug and bio list.  A
  * queue_rq running from blk_finish_plug() must not add requests to the plug
@@ -309,23 +313,6 @@ static int loopmq_inline_guard(void)
 static bool loopmq_fsize_limited(struct loopmq_device *lo)
 {
 	return lo->b.is_reg && rlimit(RLIMIT_FSIZE) != RLIM_INFINITY;
-}
-
-/*
- * May @rq be executed synchronously, blocking, in this task?  Not for a
- * REQ_NOWAIT request (io_uring asked not to be blocked), and not from a
- * workqueue worker: kblockd runs queues of every block device and is a
- * reclaim workqueue, so a request dispatched from there (a plug flushed
- * from schedule(), a requeue, an async queue run) must not block it on
- * the backing file.  Returns the fallback reason, or -1.
- */
-static int loopmq_sync_guard(struct request *rq)
-{
-	if (rq->cmd_flags & REQ_NOWAIT)
-		return LOOPMQ_FB_REQNOWAIT;
-	if (current->flags & PF_WQ_WORKER)
-		return LOOPMQ_FB_WORKER;
-	return -1;
 }
 
 /*

@@ -1,27 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# timeout: 150
-# 93-nowait-read-noio: a NOWAIT read through the backing's page cache that
-# misses it starts no I/O from queue_rq.  With IOCB_NOWAIT alone the page
-# cache still starts readahead on a miss (synchronous readahead, and the
-# asynchronous one at a readahead mark): that submits bios to the
-# backing's device from the submitter's task, which may wait there for a
-# tag or for the file system's locks.  The NOWAIT attempt is what loopmq
-# runs inline where blocking is not allowed (a REQ_NOWAIT request, a
-# kblockd worker; DOC in loopmq_io.c), and RWF_NOWAIT from user space sets
-# IOCB_NOIO beside IOCB_NOWAIT for this reason: loopmq's buffered NOWAIT
-# reads carry it too, so a miss answers "would block" and the kthread
-# reads.
+# timeout: 180
+# 93-nowait-read-noio: where a request must not block, a NOWAIT read
+# through the backing's page cache that misses it starts no I/O from
+# queue_rq.  With IOCB_NOWAIT alone the page cache still starts readahead
+# on a miss, which submits bios to the backing's device from the task
+# that runs queue_rq and may wait there for a tag or the file system's
+# locks.  loopmq runs the NOWAIT attempt inline also for a REQ_NOWAIT
+# request (io_uring asked not to be blocked) and in a kblockd worker (DOC
+# in loopmq_io.c), so there a buffered read carries IOCB_NOIO too, as
+# RWF_NOWAIT's do, and a miss goes to the kthread.  Any other submitter's
+# miss starts its readahead inline, which on a fast backing completes
+# there (a trip through the kthread for each miss would cost 12-38% of
+# cold random reads on a RAM disk: docs/BENCHMARKS.md, "Buffered NOWAIT
+# reads and readahead").
 #
-# A written image on xfs (noatime: reading writes nothing) on vda, attached
-# with direct I/O off in mode aio (reads take the NOWAIT attempt inline),
-# no I/O scheduler on the device (dd's requests reach queue_rq in dd's own
-# task), the page cache dropped; block:block_bio_queue traces each bio to
-# vda with its task.  Random O_DIRECT reads of the device by dd, each a
-# miss, then a sequential one (readahead marks):
-# - no bio to vda comes from dd, and the kthread's do (the reads were made);
-# - the misses went to the kthread as "would block" (fb_eagain) and none
-#   failed; the device equals the image.
+# A written image on xfs on vda, the file system then read-only (nothing
+# but the device's reads reaches vda), attached read-only with direct I/O
+# off in mode aio (reads take the NOWAIT attempt inline);
+# block:block_bio_queue traces each bio to vda with its task; the page
+# cache is dropped before each case; 14 or 16 random 4 KiB O_DIRECT reads
+# (each a miss), and 1 MiB in order:
+# - dd, no I/O scheduler (queue_rq in dd's task): dd's misses start their
+#   readahead (bios from dd);
+# - fio with io_uring, no I/O scheduler (REQ_NOWAIT, queue_rq in fio's
+#   task): no bio from fio, the kthread's read;
+# - dd with mq-deadline (on a blocking queue 6.1 runs every dispatch in
+#   kblockd): no bio from a kworker, the kthread's read (skipped where the
+#   kernel dispatches in dd's task, as 6.12 does);
+# - no request failed; the device equals its image.
 DESCRIPTION="a NOWAIT buffered read that misses the page cache starts no I/O inline"
 requires() {
 	require_cmd lmq-ioctl
@@ -34,44 +41,76 @@ M=/mnt/t93
 mkdir -p $M
 lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
+Q=/sys/block/${D##*/}/queue/scheduler
 setup() {
 	mkfs.xfs -q -f /dev/vda >/dev/null && mount -o noatime /dev/vda $M &&
 		dd if=/dev/urandom of=$M/img bs=1M count=32 conv=fsync status=none &&
-		$LOSETUP --direct-io=off $D $M/img && lmq_mode 0 aio
+		mount -o remount,ro $M &&
+		$LOSETUP -r --direct-io=off $D $M/img && lmq_mode 0 aio
 }
-check_quiet "a written 32 MiB image on xfs (noatime), attached buffered, mode aio" setup ||
+check_quiet "a written 32 MiB image on xfs, read-only, attached buffered, mode aio" setup ||
 	stop_testing
 is "$(cat $(lmq_sys 0)/loop/dio)" 0 "direct I/O off"
-echo none >/sys/block/${D##*/}/queue/scheduler 2>/dev/null
-check "no I/O scheduler: queue_rq runs in dd's task ($(cat /sys/block/${D##*/}/queue/scheduler))" \
-	grep -q '\[none\]' /sys/block/${D##*/}/queue/scheduler
 
 TR=/sys/kernel/tracing EV=/sys/kernel/tracing/events/block/block_bio_queue
 [ -e $TR/trace ] || mount -t tracefs nodev $TR 2>/dev/null
 IFS=: read -r vmaj vmin </sys/block/vda/dev
 echo "dev == $(((vmaj << 20) | vmin))" >$EV/filter || fail "block_bio_queue filter on /dev/vda"
-sync
-echo 3 >/proc/sys/vm/drop_caches
-echo 0 >$(lmq_sys 0)/loopmq/stats
-echo >$TR/trace
-echo 1 >$EV/enable
-# 16 random 4 KiB reads, 1 MiB apart (each a miss), then 2 MiB in order
-for i in 3 17 9 25 1 30 12 21 6 28 14 19 4 23 10 27; do
-	dd if=$D of=/dev/null bs=4k count=1 skip=$((i * 256 + 7)) iflag=direct status=none ||
-		fail "O_DIRECT read of 4 KiB at $i MiB"
-done
-check "2 MiB read in order (O_DIRECT, 64 KiB at a time)" \
-	dd if=$D of=/dev/null bs=64k count=32 skip=$((5 * 16)) iflag=direct status=none
-echo 0 >$EV/enable
+# traced CASE SCHED CMD...: CMD's reads with the page cache dropped and
+# the I/O scheduler SCHED; the bios to vda by task in /tmp/t93.by
+traced() {
+	local c=$1 sched=$2
+	shift 2
+	echo "$sched" >$Q 2>/dev/null
+	check "$c: I/O scheduler $sched ($(cat $Q))" grep -q "\[$sched\]" $Q
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	echo >$TR/trace
+	echo 1 >$EV/enable
+	check_quiet "$c: the reads" "$@"
+	echo 0 >$EV/enable
+	grep -o '\[[^]]*\]$' $TR/trace | sort | uniq -c | tr -s ' ' >/tmp/t93.by
+	diag "$c: bios to /dev/vda by task: $(tr '\n' ';' </tmp/t93.by)"
+}
+# by ERE: bios to vda from tasks whose whole name matches ERE
+by() {
+	awk -v p="$1" '{ t = substr($2, 2, length($2) - 2) } t ~ ("^(" p ")$") { n += $1 }
+		END { print n + 0 }' /tmp/t93.by
+}
+# ddreads MIB: 14 random O_DIRECT reads of 4 KiB in MiB MIB to MIB+13,
+# then 1 MiB in order at MIB+14
+ddreads() {
+	local i
+	for i in 3 11 7 13 1 5 9 2 12 6 10 4 8 0; do
+		dd if=$D of=/dev/null bs=4k count=1 skip=$((($1 + i) * 256 + 7)) \
+			iflag=direct status=none || return 1
+	done
+	dd if=$D of=/dev/null bs=64k count=16 skip=$((($1 + 14) * 16)) iflag=direct status=none
+}
+kt="$LMQ_NAME""0"
+
+traced "plain submitter" none ddreads 0
+n=$(by dd)
+check "plain submitter: its misses started their readahead inline ($n bios from dd)" [ "$n" -gt 0 ]
+
+traced "REQ_NOWAIT (io_uring)" none \
+	fio --name=u --filename=$D --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+	--iodepth=1 --offset=8M --size=8M --number_ios=16 --randrepeat=1 --output-format=terse
+is "$(by fio)" 0 "REQ_NOWAIT (io_uring): no bio to /dev/vda came from fio (a miss started no readahead inline)"
+n=$(by "$kt")
+check "REQ_NOWAIT (io_uring): the kthread read ($n bios)" [ "$n" -gt 0 ]
+
+traced "worker (kblockd)" mq-deadline ddreads 16
+if [ "$(by dd)" -gt 0 ]; then
+	# 6.12 runs a blocking queue's dispatch in the submitter's task
+	skip "worker (kblockd)" "this kernel dispatched dd's requests in dd's task, not in kblockd"
+else
+	is "$(by 'kworker/.*')" 0 "worker (kblockd): no bio to /dev/vda came from a kworker (a miss started no readahead inline)"
+	n=$(by "$kt")
+	check "worker (kblockd): the kthread read ($n bios)" [ "$n" -gt 0 ]
+fi
+
 echo 0 >$EV/filter
-grep -o '\[[^]]*\]$' $TR/trace | sort | uniq -c | tr -s ' ' >/tmp/t93.by
-diag "bios to /dev/vda by task: $(tr '\n' ';' </tmp/t93.by)"
-is "$(awk '$2 == "[dd]" { n += $1 } END { print n + 0 }' /tmp/t93.by)" 0 \
-	"no bio to /dev/vda came from dd (a miss started no readahead inline)"
-k=$(awk -v t="[$LMQ_NAME""0]" '$2 == t { n += $1 } END { print n + 0 }' /tmp/t93.by)
-check "the kthread read from /dev/vda ($k bios)" [ "$k" -gt 0 ]
-e=$(lmq_stat 0 fb_eagain)
-check "the misses went to the kthread as 'would block' (fb_eagain $e, at least 16)" [ "${e:-0}" -ge 16 ]
 is "$(lmq_stat 0 errors)" 0 "no request failed"
 check "the device equals its image" cmp $D $M/img
 $LOSETUP -d $D && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file"
