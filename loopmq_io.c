@@ -25,8 +25,10 @@
  *   the completion, or a short NOWAIT transfer) hands the request to the
  *   kthread, which finishes it without NOWAIT.
  * - ``auto``: per request.  NOWAIT aio when the backing file honours NOWAIT
- *   for that operation (it never blocks the submitter and completes inline
- *   when the backing device does); a synchronous inline call when the
+ *   for that operation (it does not wait for the backing's I/O to end,
+ *   and completes inline when the backing device does; a buffered read
+ *   that misses the page cache still starts its readahead, but where the
+ *   request must not block: see the guards); a synchronous inline call when the
  *   backing cannot block on I/O (tmpfs) or the recent peak of requests in
  *   flight is one, so blocking costs no parallelism (the decaying-maximum
  *   idea of Rusty Russell's virtio heuristic); the kthread otherwise.

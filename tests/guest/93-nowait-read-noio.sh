@@ -24,10 +24,14 @@
 # - dd, no I/O scheduler (queue_rq in dd's task): dd's misses start their
 #   readahead (bios from dd);
 # - fio with io_uring, no I/O scheduler (REQ_NOWAIT, queue_rq in fio's
-#   task): no bio from fio, the kthread's read;
+#   task): no bio from fio; the NOWAIT attempt ran inline and answered
+#   "would block" (fb_eagain, and no fb_lockdep: the lockdep guard is off,
+#   io_uring submits holding a lock) and every bio came from the kthread;
 # - dd with mq-deadline (on a blocking queue 6.1 runs every dispatch in
-#   kblockd): no bio from a kworker, the kthread's read (skipped where the
-#   kernel dispatches in dd's task, as 6.12 does);
+#   kblockd): no bio from a kworker, the same as with io_uring (skipped
+#   where the kernel dispatches in dd's task, as 6.12 does);
+# - dd's reads returned the image's data (short NOWAIT reads resumed by
+#   the kthread);
 # - no request failed; the device equals its image.
 DESCRIPTION="a NOWAIT buffered read that misses the page cache starts no I/O inline"
 requires() {
@@ -39,14 +43,19 @@ requires() {
 
 M=/mnt/t93
 mkdir -p $M
-lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
+# lockdep_guard=0: on a lockdep kernel io_uring submits holding its
+# uring_lock, and the guard would send every read to the kthread
+lp=
+modinfo -p loopmq 2>/dev/null | grep -q '^lockdep_guard:' && lp=lockdep_guard=0
+lmq_load 1 $lp || { fail "load $LMQ_MOD $lp"; stop_testing; }
 D=$(lmq_dev 0)
 Q=/sys/block/${D##*/}/queue/scheduler
 setup() {
 	mkfs.xfs -q -f /dev/vda >/dev/null && mount -o noatime /dev/vda $M &&
 		dd if=/dev/urandom of=$M/img bs=1M count=32 conv=fsync status=none &&
 		mount -o remount,ro $M &&
-		$LOSETUP -r --direct-io=off $D $M/img && lmq_mode 0 aio
+		$LOSETUP -r --direct-io=off $D $M/img && lmq_mode 0 aio &&
+		{ udevadm settle 2>/dev/null; true; }
 }
 check_quiet "a written 32 MiB image on xfs, read-only, attached buffered, mode aio" setup ||
 	stop_testing
@@ -56,8 +65,9 @@ TR=/sys/kernel/tracing EV=/sys/kernel/tracing/events/block/block_bio_queue
 [ -e $TR/trace ] || mount -t tracefs nodev $TR 2>/dev/null
 IFS=: read -r vmaj vmin </sys/block/vda/dev
 echo "dev == $(((vmaj << 20) | vmin))" >$EV/filter || fail "block_bio_queue filter on /dev/vda"
-# traced CASE SCHED CMD...: CMD's reads with the page cache dropped and
-# the I/O scheduler SCHED; the bios to vda by task in /tmp/t93.by
+# traced CASE SCHED CMD...: CMD's reads with the page cache dropped, the
+# I/O scheduler SCHED and the statistics reset; the bios to vda by task
+# in /tmp/t93.by
 traced() {
 	local c=$1 sched=$2
 	shift 2
@@ -65,6 +75,7 @@ traced() {
 	check "$c: I/O scheduler $sched ($(cat $Q))" grep -q "\[$sched\]" $Q
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
+	echo 0 >$(lmq_sys 0)/loopmq/stats
 	echo >$TR/trace
 	echo 1 >$EV/enable
 	check_quiet "$c: the reads" "$@"
@@ -77,38 +88,54 @@ by() {
 	awk -v p="$1" '{ t = substr($2, 2, length($2) - 2) } t ~ ("^(" p ")$") { n += $1 }
 		END { print n + 0 }' /tmp/t93.by
 }
-# ddreads MIB: 14 random O_DIRECT reads of 4 KiB in MiB MIB to MIB+13,
-# then 1 MiB in order at MIB+14
+# ddreads MIB FILE OUT: 14 random 4 KiB reads of FILE in MiB MIB to MIB+13,
+# then 1 MiB in order at MIB+14, appended to OUT (O_DIRECT from the device)
 ddreads() {
-	local i
+	local i fl=
+	[ "$2" = "$D" ] && fl=iflag=direct
+	: >"$3"
 	for i in 3 11 7 13 1 5 9 2 12 6 10 4 8 0; do
-		dd if=$D of=/dev/null bs=4k count=1 skip=$((($1 + i) * 256 + 7)) \
-			iflag=direct status=none || return 1
+		dd if="$2" of="$3" bs=4k count=1 skip=$((($1 + i) * 256 + 7)) $fl \
+			oflag=append conv=notrunc status=none || return 1
 	done
-	dd if=$D of=/dev/null bs=64k count=16 skip=$((($1 + 14) * 16)) iflag=direct status=none
+	dd if="$2" of="$3" bs=64k count=16 skip=$((($1 + 14) * 16)) $fl \
+		oflag=append conv=notrunc status=none
+}
+# inline CASE: the NOWAIT attempt ran inline and answered "would block",
+# and every bio to vda came from the kthread
+inline() {
+	local e l
+	e=$(lmq_stat0 0 fb_eagain) l=$(lmq_stat0 0 fb_lockdep)
+	check "$1: the NOWAIT attempt ran inline and answered 'would block' (fb_eagain $e, fb_lockdep $l)" \
+		[ "$e" -gt 0 ] && [ "$l" = 0 ]
+	n=$(by "$kt")
+	is "$n/$(by '.*')" "$n/$n" "$1: every bio to /dev/vda came from the kthread ($n)"
+	check "$1: the kthread read" [ "$n" -gt 0 ]
 }
 kt="$LMQ_NAME""0"
 
-traced "plain submitter" none ddreads 0
+traced "plain submitter" none ddreads 0 $D /tmp/t93.got
 n=$(by dd)
 check "plain submitter: its misses started their readahead inline ($n bios from dd)" [ "$n" -gt 0 ]
+ddreads 0 $M/img /tmp/t93.want
+check "plain submitter: the reads returned the image's data" cmp /tmp/t93.got /tmp/t93.want
 
 traced "REQ_NOWAIT (io_uring)" none \
 	fio --name=u --filename=$D --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
 	--iodepth=1 --offset=8M --size=8M --number_ios=16 --randrepeat=1 --output-format=terse
 is "$(by fio)" 0 "REQ_NOWAIT (io_uring): no bio to /dev/vda came from fio (a miss started no readahead inline)"
-n=$(by "$kt")
-check "REQ_NOWAIT (io_uring): the kthread read ($n bios)" [ "$n" -gt 0 ]
+inline "REQ_NOWAIT (io_uring)"
 
-traced "worker (kblockd)" mq-deadline ddreads 16
+traced "worker (kblockd)" mq-deadline ddreads 16 $D /tmp/t93.got
 if [ "$(by dd)" -gt 0 ]; then
 	# 6.12 runs a blocking queue's dispatch in the submitter's task
 	skip "worker (kblockd)" "this kernel dispatched dd's requests in dd's task, not in kblockd"
 else
 	is "$(by 'kworker/.*')" 0 "worker (kblockd): no bio to /dev/vda came from a kworker (a miss started no readahead inline)"
-	n=$(by "$kt")
-	check "worker (kblockd): the kthread read ($n bios)" [ "$n" -gt 0 ]
+	inline "worker (kblockd)"
 fi
+ddreads 16 $M/img /tmp/t93.want
+check "worker (kblockd): the reads returned the image's data" cmp /tmp/t93.got /tmp/t93.want
 
 echo 0 >$EV/filter
 is "$(lmq_stat 0 errors)" 0 "no request failed"
