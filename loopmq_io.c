@@ -28,10 +28,11 @@
  *   for that operation (it does not wait for the backing's I/O to end,
  *   and completes inline when the backing device does; a buffered read
  *   that misses the page cache still starts its readahead, but where the
- *   request must not block: see the guards); a synchronous inline call when the
- *   backing cannot block on I/O (tmpfs) or the recent peak of requests in
- *   flight is one, so blocking costs no parallelism (the decaying-maximum
- *   idea of Rusty Russell's virtio heuristic); the kthread otherwise.
+ *   request must not block: see the guards); a synchronous inline call
+ *   when the backing cannot block on I/O (tmpfs) or the recent peak of
+ *   requests in flight is one, so blocking costs no parallelism (the
+ *   decaying-maximum idea of Rusty Russell's virtio heuristic); the
+ *   kthread otherwise.
  *
  * On a block-device backing with direct I/O a request is not a call on
  * the file but clones of its bios sent to the backing device (path
