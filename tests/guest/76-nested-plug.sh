@@ -76,11 +76,6 @@ setup() {
 check_quiet "stack: ext4 (no journal, lazytime) on $LMQ_NAME""1 (direct) holding a written $size MiB image, $LMQ_NAME""0 on it (dio)" setup || stop_testing
 is "$(cat $(lmq_sys 0)/loop/dio)" 1 "upper: direct I/O on"
 
-# block:block_bio_queue on /dev/vda: each bio with the task that submitted it
-TR=/sys/kernel/tracing EV=/sys/kernel/tracing/events/block/block_bio_queue
-[ -e $TR/trace ] || mount -t tracefs nodev $TR 2>/dev/null
-IFS=: read -r vmaj vmin </sys/block/vda/dev
-echo "dev == $(((vmaj << 20) | vmin))" >$EV/filter || fail "block_bio_queue filter on /dev/vda"
 for mode in aio auto; do
 	# a fresh attach (a fresh NOWAIT estimate), no page cache of U (a NOWAIT
 	# direct write over cached pages answers "would block"), the image's
@@ -93,8 +88,8 @@ for mode in aio auto; do
 	dd if=$D0 of=/dev/null bs=1M iflag=direct status=none
 	echo 0 >$(lmq_sys 0)/loopmq/stats
 	echo 0 >$(lmq_sys 1)/loopmq/stats
-	echo >$TR/trace
-	echo 1 >$EV/enable
+	# each bio to /dev/vda with the task that submitted it
+	bio_trace_on vda || fail "$mode: block_bio_queue on /dev/vda"
 
 	check_quiet "$mode: fio libaio randwrite, 16 iocbs per io_submit, verify" \
 		fio --name=plug --filename=$D0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
@@ -131,12 +126,11 @@ for mode in aio auto; do
 	is "$(dd if=$D0 bs=64k skip=$((24 << 4)) count=64 iflag=direct status=none | sha256sum)" \
 		"$(sha256sum </tmp/t76.pat)" "$mode: the buffered writes read back"
 	is "$(lmq_stat0 0 errors) $(lmq_stat0 1 errors)" "0 0" "$mode: no errors on either device"
-	echo 0 >$EV/enable
+	bio_trace_off /tmp/t76.by
 	# Seen from below, whatever loopmq counts: the lower device's direct
 	# I/O reaches /dev/vda from the task that ran its request.  Never
 	# fio's or dd's (the lower run inline inside the upper's inline
 	# call), nor the upper's kthread (the lower run inline in it).
-	grep -o '\[[^]]*\]$' $TR/trace | sort | uniq -c | tr -s ' ' >/tmp/t76.by
 	diag "$mode: bios to /dev/vda by task: $(tr '\n' ';' </tmp/t76.by)"
 	bad=$(grep -E "\[(fio|dd|$LMQ_NAME""0)\]" /tmp/t76.by | tr '\n' ';')
 	[ -s /tmp/t76.by ] && [ -z "$bad" ] &&
@@ -144,7 +138,6 @@ for mode in aio auto; do
 		fail "$mode: no bio to /dev/vda came from fio, dd or the upper's kthread" "${bad:-no bio traced at all}"
 done
 
-echo 0 >$EV/filter
 $LOSETUP -d $D0 && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file" && umount $M/mid &&
 	$LOSETUP -d $D1 && lmq_wait_gone "$(lmq_sys 1)/loop/backing_file" && umount $M/low
 is "$?" 0 "tear the stack down"

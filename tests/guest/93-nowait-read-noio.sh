@@ -61,10 +61,6 @@ check_quiet "a written 32 MiB image on xfs, read-only, attached buffered, mode a
 	stop_testing
 is "$(cat $(lmq_sys 0)/loop/dio)" 0 "direct I/O off"
 
-TR=/sys/kernel/tracing EV=/sys/kernel/tracing/events/block/block_bio_queue
-[ -e $TR/trace ] || mount -t tracefs nodev $TR 2>/dev/null
-IFS=: read -r vmaj vmin </sys/block/vda/dev
-echo "dev == $(((vmaj << 20) | vmin))" >$EV/filter || fail "block_bio_queue filter on /dev/vda"
 # traced CASE SCHED CMD...: CMD's reads with the page cache dropped, the
 # I/O scheduler SCHED and the statistics reset; the bios to vda by task
 # in /tmp/t93.by
@@ -76,11 +72,9 @@ traced() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	echo 0 >$(lmq_sys 0)/loopmq/stats
-	echo >$TR/trace
-	echo 1 >$EV/enable
+	bio_trace_on vda || fail "$c: block_bio_queue on /dev/vda"
 	check_quiet "$c: the reads" "$@"
-	echo 0 >$EV/enable
-	grep -o '\[[^]]*\]$' $TR/trace | sort | uniq -c | tr -s ' ' >/tmp/t93.by
+	bio_trace_off /tmp/t93.by
 	diag "$c: bios to /dev/vda by task: $(tr '\n' ';' </tmp/t93.by)"
 }
 # by ERE: bios to vda from tasks whose whole name matches ERE
@@ -137,7 +131,6 @@ fi
 ddreads 16 $M/img /tmp/t93.want
 check "worker (kblockd): the reads returned the image's data" cmp /tmp/t93.got /tmp/t93.want
 
-echo 0 >$EV/filter
 is "$(lmq_stat 0 errors)" 0 "no request failed"
 check "the device equals its image" cmp $D $M/img
 $LOSETUP -d $D && lmq_wait_gone "$(lmq_sys 0)/loop/backing_file"

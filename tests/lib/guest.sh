@@ -185,6 +185,24 @@ word1() {
 	x=${x#"${x%%[![:space:]]*}"}
 	echo "${x%%[[:space:]]*}"
 }
+# The bios queued to a disk, each with the task that submitted it
+# (block:block_bio_queue): bio_trace_on DISK (vda) starts, bio_trace_off
+# FILE stops and writes "COUNT [task]" lines to FILE.
+LMQ_TRACE=/sys/kernel/tracing
+bio_trace_on() {
+	local maj min ev=$LMQ_TRACE/events/block/block_bio_queue
+	[ -e $LMQ_TRACE/trace ] || mount -t tracefs nodev $LMQ_TRACE 2>/dev/null
+	IFS=: read -r maj min </sys/block/$1/dev &&
+		echo "dev == $(((maj << 20) | min))" >$ev/filter || return 1
+	echo >$LMQ_TRACE/trace
+	echo 1 >$ev/enable
+}
+bio_trace_off() {
+	local ev=$LMQ_TRACE/events/block/block_bio_queue
+	echo 0 >$ev/enable
+	echo 0 >$ev/filter
+	grep -o '\[[^]]*\]$' $LMQ_TRACE/trace | sort | uniq -c | tr -s ' ' >"$1"
+}
 lmq_stat0() { local v; lmq_is_mq && v=$(lmq_stat "$1" "$2"); echo "${v:-0}"; }
 
 lmq_wait_gone() {
