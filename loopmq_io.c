@@ -72,7 +72,8 @@
  *   RLIMIT_FSIZE is finite: the file system would apply that limit.
  *
  * Two more guards apply only to a blocking call (direct mode, auto's
- * synchronous call); NOWAIT aio, which cannot block, is still allowed,
+ * synchronous call); NOWAIT aio, which waits for none of the file
+ * system's locks (see below for what it may still wait for), is allowed,
  * and direct mode takes it for such a request when the file offers it
  * (on 6.1 every O_DIRECT write from a plugged writer reaches queue_rq
  * from kblockd: a trip through the kthread there costs far more of
@@ -82,8 +83,8 @@
  * - reqnowait: the request has REQ_NOWAIT.  blk-mq advertises NOWAIT for
  *   every blk-mq queue, and io_uring then submits from its own task
  *   expecting not to block; honoured rather than no longer advertised,
- *   since NOWAIT aio serves such requests inline at no risk
- *   (tests/guest/74-frozen-backing.sh).
+ *   since NOWAIT aio serves such requests inline without a file system
+ *   wait (tests/guest/74-frozen-backing.sh).
  * - worker: queue_rq runs in a workqueue worker.  On a BLOCKING tag set
  *   every asynchronous queue run goes through kblockd (a plug flushed
  *   from schedule(), a requeue, blk_mq_run_hw_queues()); kblockd is a
@@ -102,6 +103,14 @@
  * readahead completes there, and a trip through the kthread for each
  * miss cost 12-38% of cold random reads on a RAM disk (docs/BENCHMARKS.md,
  * "Buffered NOWAIT reads and readahead"; tests/guest/93-nowait-read-noio.sh).
+ * What NOWAIT does not cover: the bios of a direct read or write through
+ * iomap (xfs, ext4) carry no REQ_NOWAIT on 6.1 (iomap sets only
+ * IOMAP_NOWAIT; a block device's own direct path does set it; a 2025
+ * patch to propagate it was argued over, and 6.12 was not checked), so
+ * submitting them may still wait for a tag, a frozen queue or a throttle
+ * of the backing's device, as a stacked driver's bios may.  That wait
+ * ends with the backing's own I/O, never with loopmq's queue or a lock
+ * held above it.
  *
  * Inline calls save and clear the submitter's plug and bio list.  A
  * queue_rq running from blk_finish_plug() must not add requests to the plug
