@@ -278,23 +278,13 @@ job_name() {	# job_name JOB: the step name of a pool job
 # half is about 13 minutes of the two cores' time; the whole set put a
 # fresh machine's make check at 57 minutes, over its 55).  Self-test 08
 # dry-runs every patch every day.
-mutants_today() {	# mutants_today K: the names of today's mutants for K
-	local p ks i=0 day
-	day=$(day_parity)
-	for p in tests/mutants/*.patch; do
-		ks=$(sed -n 's/^# Kernels: *//p' "$p" | head -n 1)
-		case " ${ks:-6.1 6.12} " in *" $1 "*) ;; *) continue;; esac
-		if [ -n "$full" ] || [ $((i % 2)) = "$day" ]; then
-			basename "$p" .patch
-		fi
-		i=$((i + 1))
-	done
+mutants_share() {	# tests/mutants/run's --share for today
+	if [ -n "$full" ]; then echo 0/1; else echo "$(day_parity)/2"; fi
 }
 mutants_job() {	# mutants_job K[:replace]: tests/mutants/run on K, today's
-	local drv=() names
+	local drv=()
 	case $1 in *:replace) drv=(--driver replace);; esac
-	mapfile -t names < <(mutants_today "${1%%:*}")
-	tests/mutants/run --kernel "${1%%:*}" "${drv[@]}" "${names[@]}"
+	tests/mutants/run --kernel "${1%%:*}" "${drv[@]}" --share "$(mutants_share)"
 }
 debug_ready() {	# has the debug lane's build ended (either way)?
 	[ -f "$(logname "build debug kernel").rc" ]
@@ -372,7 +362,7 @@ for k in "${kernels[@]}"; do
 done
 # mutants (tests/mutants/run): broken modules the suite must catch, on the
 # first Debian kernel (6.1, where all but one of them can be seen) in the
-# mode its suite runs in, today's half of them (mutants_today; the whole
+# mode its suite runs in, today's half of them (mutants_share; the whole
 # set of one kernel no longer fits the time budget: tests/README.md,
 # "Mutants").  A long job: before the Debian suites' parts, so that it
 # does not run alone at the end.
@@ -403,7 +393,9 @@ if [ -n "$list" ]; then	# --list: what each guest job runs today
 	for j in "${pool[@]}"; do
 		case $j in
 		guest:*) guest_run "${j#guest:}";;
-		mutants:*) k=${j#mutants:}; echo "$(job_name "$j"):" $(mutants_today "${k%%:*}");;
+		mutants:*) k=${j#mutants:}
+			echo "$(job_name "$j"):" $(tests/mutants/run --kernel "${k%%:*}" \
+				--share "$(mutants_share)" --list);;
 		*) echo "$(job_name "$j")";;
 		esac
 	done

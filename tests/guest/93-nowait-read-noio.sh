@@ -98,7 +98,7 @@ ddreads() {
 # inline CASE: the NOWAIT attempt ran inline and answered "would block",
 # and every bio to vda came from the kthread
 inline() {
-	local e l
+	local e l n
 	e=$(lmq_stat0 0 fb_eagain) l=$(lmq_stat0 0 fb_lockdep)
 	check "$1: the NOWAIT attempt ran inline and answered 'would block' (fb_eagain $e, fb_lockdep $l)" \
 		[ "$e" -gt 0 ] && [ "$l" = 0 ]

@@ -7,7 +7,7 @@
 # a patch without the header are all failures of the run; a check or a
 # harness verdict the header names is a kill.  Then every real mutant
 # has a "# Kill:" header that is a valid extended regex, and applies to
-# the tree.
+# the tree, and the day's halves (--share) together run every mutant.
 . "$(dirname "$0")/lib.sh"
 d=$st_tmp/mutants
 mkdir -p "$d"
@@ -73,4 +73,23 @@ for p in "$top"/tests/mutants/*.patch; do
 		{ echo "# $(basename "$p"): does not apply to the tree"; bad=1; }
 done
 st_ok $bad "every mutant applies to the tree (patch --dry-run)"
+
+# make check runs a day's half (--share 0/2, 1/2): the two halves of
+# each kernel's list are disjoint, of equal size give or take one, and
+# together the whole list, which is every patch listed for the kernel.
+for k in 6.1 6.12; do
+	r=$top/tests/mutants/run
+	all=$("$r" --kernel $k --list) h0=$("$r" --kernel $k --share 0/2 --list)
+	h1=$("$r" --kernel $k --share 1/2 --list)
+	want=$(for p in "$top"/tests/mutants/*.patch; do
+		ks=$(sed -n 's/^# Kernels: *//p' "$p" | head -n 1)
+		case " ${ks:-6.1 6.12} " in *" $k "*) basename "$p" .patch;; esac
+	done)
+	n0=$(grep -c . <<<"$h0") n1=$(grep -c . <<<"$h1")
+	st_check "$k: --list is every mutant listed for $k ($(grep -c . <<<"$all"))" \
+		[ "$all" = "$want" ]
+	st_check "$k: the halves make the whole list, none twice ($n0 + $n1)" \
+		[ "$(sort <<<"$h0$(printf '\n%s' "$h1")")" = "$(sort <<<"$all")" ]
+	st_check "$k: the halves differ by one at most" [ $((n0 - n1)) -ge 0 -a $((n0 - n1)) -le 1 ]
+done
 st_done
