@@ -50,6 +50,12 @@
  * rules: a request whose range has a page in the backing's page cache
  * takes the file path, and after a remapped write the kthread drops the
  * pages a buffered user cached meanwhile before the request completes.
+ * A FLUSH must make durable what the backing's page cache still holds
+ * dirty, as vfs_fsync() on the file does: pages loopmq wrote buffered
+ * before a switch to direct I/O (the switch's last write-back runs after
+ * the queue is live again), or another writer of the backing left.  While
+ * the backing's page cache has pages dirty or under write-back, a FLUSH
+ * takes the file path, and an empty REQ_PREFLUSH bio otherwise.
  * Attaching drops the clean cached pages of the backing (left by blkid,
  * for example), so a cache that nobody uses does not keep the file path
  * on.  This is as coherent as the file path and no more: a buffered user
@@ -97,6 +103,19 @@ static bool loopmq_remap_cached(struct loopmq_device *lo, struct request *rq)
 	return filemap_range_has_page(mapping, start, end);
 }
 
+/*
+ * Does the backing's page cache hold pages not yet on the device: dirty,
+ * or under write-back?  A write-back clears a page's dirty mark only
+ * after marking it under write-back, so one of the two is always seen.
+ */
+static bool loopmq_remap_dirty(struct loopmq_device *lo)
+{
+	struct address_space *mapping = lo->b.file->f_mapping;
+
+	return mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) ||
+	       mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
 /**
  * loopmq_remap_ok - may @rq take the remap path now?
  * @lo: the device
@@ -118,7 +137,7 @@ bool loopmq_remap_ok(struct loopmq_device *lo, struct request *rq)
 	case REQ_OP_WRITE:
 		break;
 	case REQ_OP_FLUSH:
-		return true;
+		return lo->b.pin || !loopmq_remap_dirty(lo);
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
 		if (lo->b.pin ||

@@ -20,7 +20,9 @@
 # - limits: the device's logical block size and DMA alignment are the
 #   backing's, its maximum request size is its own;
 # - flush: fsync of the device is one FLUSH request, and it is remapped
-#   (no kthread, no fb_op);
+#   (no kthread, no fb_op); but with a page of the backing left dirty by a
+#   buffered writer (periodic write-back off), the FLUSH writes it to the
+#   backing, as fsync of the backing file does, through the file path;
 # - page cache: a page of the backing cached by a buffered reader must not
 #   go stale by a write through the device (the write takes the file path,
 #   which drops it), and a page a buffered writer left dirty must be what
@@ -133,6 +135,20 @@ echo 0 >$S/loopmq/stats
 cmp -s $W/new2 <(dd if=$D bs=4096 skip=9 count=1 iflag=direct status=none)
 is "$?" 0 "page cache: a read through the device sees the backing's dirty page"
 is "$(lmq_stat 0 remap)" 0 "page cache: that read took the file path"
+# a page a buffered writer of the backing left dirty: a FLUSH of the
+# device must write it to the backing, not only flush the backing's cache;
+# the periodic write-back, which would write it anyway, is off meanwhile
+wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+dd if=/dev/urandom of=$B bs=4096 seek=$((MB / 4096 + 10)) count=1 conv=notrunc status=none
+w0=$(awk '{ print $7 }' /sys/block/nullb0/stat)
+echo 0 >$S/loopmq/stats
+is "$(lmq-ioctl fsync $D)" OK "page cache: fsync $D with a dirty page of $B"
+w1=$(awk '{ print $7 }' /sys/block/nullb0/stat)
+check "page cache: the FLUSH wrote the dirty page to $B ($((w1 - w0)) sectors written)" \
+	[ $((w1 - w0)) -ge 8 ]
+is "$(lmq_stat 0 remap)" 0 "page cache: that FLUSH took the file path"
+echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 # pages cached before the attach are dropped by it (while another opener
 # keeps them: the last close of a block device drops its page cache)
 is "$(lmq-ioctl clr-fd $D)" OK "page cache: detach"
