@@ -56,8 +56,11 @@
  * clean pages; nothing fails or is reordered, and a write-back error is
  * left for the next flush to report.  The write-back runs outside our
  * locks and outside the frozen queue: the file system's locks must not
- * nest in it.  LOOP_SET_STATUS (offset, size limit), LOOP_SET_CAPACITY
- * and LOOP_CHANGE_FD map the device anew.
+ * nest in it.  Meanwhile a FLUSH on a block-device backing whose page
+ * cache still holds dirty pages takes the file path (DOC: remap).
+ * LOOP_SET_STATUS (offset, size limit), LOOP_SET_CAPACITY and
+ * LOOP_CHANGE_FD map the device anew, without our locks; a setting made
+ * meanwhile stands, and the new map is dropped.
  *
  * What the map does not see: writes to the image from outside the device,
  * and a reflinked partner's writes that unshare this file's extents

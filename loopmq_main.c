@@ -624,10 +624,13 @@ out_unlock:
  * LOOP_CHANGE_FD): auto maps it anew, in the caller's context, with none
  * of our locks held.  Should that fail, the old map stays.
  */
+static int __loopmq_set_dio_setting(struct loopmq_device *lo,
+				    unsigned long setting, bool remap);
+
 static void loopmq_dio_remap(struct loopmq_device *lo)
 {
 	if (READ_ONCE(lo->dio_setting) == LOOPMQ_DIO_AUTO)
-		loopmq_set_dio_setting(lo, LOOPMQ_DIO_AUTO);
+		__loopmq_set_dio_setting(lo, LOOPMQ_DIO_AUTO, true);
 }
 
 /* ---- bind and unbind ---- */
@@ -1344,9 +1347,11 @@ int loopmq_get_status(struct loopmq_device *lo,
 /*
  * LOOPMQ_SET_DIO, sysfs loopmq/direct_io: @setting is an enum
  * loopmq_dio_setting.  "auto" maps the backing first, in the caller's
- * context, without our locks.
+ * context, without our locks.  @remap: auto's new map of a changed range
+ * or file (loopmq_dio_remap()), which a setting made meanwhile cancels.
  */
-int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
+static int __loopmq_set_dio_setting(struct loopmq_device *lo,
+				    unsigned long setting, bool remap)
 {
 	struct loopmq_dio_map *map = NULL;
 	int err, why = LOOPMQ_DIO_WHY_SET;
@@ -1390,6 +1395,9 @@ int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
 	if (file != lo->b.file || start != lo->b.offset ||
 	    len != get_capacity(lo->disk) << SECTOR_SHIFT)
 		goto out_unlock;
+	/* a setting made while we mapped stands (-EAGAIN: no settling) */
+	if (remap && lo->dio_setting != LOOPMQ_DIO_AUTO)
+		goto out_unlock;
 	err = -EINVAL;
 	if (setting == LOOPMQ_DIO_ON &&
 	    !loopmq_can_dio(lo, lo->b.file, loopmq_lbs(lo)))
@@ -1407,6 +1415,11 @@ out_put:
 	loopmq_dio_free(map);
 	fput(file);
 	return err;
+}
+
+int loopmq_set_dio_setting(struct loopmq_device *lo, unsigned long setting)
+{
+	return __loopmq_set_dio_setting(lo, setting, false);
 }
 
 /* LOOP_SET_DIRECT_IO */

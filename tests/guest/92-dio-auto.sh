@@ -26,7 +26,8 @@
 # A sparse image filled through the device switches to direct I/O while
 # fio writes it (switches 1): the switch writes back what the buffered
 # phase left dirty in the backing's page cache (periodic write-back is off
-# here, so nothing else would) and drops the backing's cached pages; a
+# here; only the direct reads after the switch write back the ranges they
+# read) and drops the backing's cached pages; a
 # reader runs through the switch without error; fio then verifies every
 # block and the device equals the backing file (cmp).  A discard of 1/16
 # does not switch back (from direct I/O, only above 1/8); one of 9/64
@@ -51,7 +52,9 @@
 # reads back and the device equals its backing file.  A window is 1/64 of
 # the map, 256 to 4096 blocks: sparse images of 16 MiB, 512 MiB and 2 GiB
 # have a window's share only once 256, 2048 and 4096 blocks were written.
-# Parts (LMQ_PART): layout, fill, rewrites, windows.
+# LOOP_SET_DIRECT_IO 0 made while a re-map (LOOP_SET_CAPACITY) maps the
+# image stands.
+# Parts (LMQ_PART): layout, fill, rewrites, windows, race.
 DESCRIPTION="direct I/O auto: the choice from the layout, and the switch"
 requires() {
 	lmq_is_mq || skip_all "direct I/O auto is loopmq's"
@@ -86,6 +89,16 @@ choice() {
 	is "$(dio_auto chosen)" "$2" "$1: chosen"
 	is "$(dio_auto reason)" "$3" "$1: reason"
 	is "$(sysv "$D" loop/dio)" "$([ "$2" = on ] && echo 1 || echo 0)" "$1: loop/dio"
+}
+# pstate PID: its state letter; waits PID: up to 10 s for it to be
+# waiting uninterruptibly (D) three looks in a row
+pstate() { awk '{ print $3 }' /proc/$1/stat 2>/dev/null; }
+waits() {
+	local i n=0
+	for ((i = 0; i < 100 && n < 3; i++)); do
+		[ "$(pstate $1)" = D ] && n=$((n + 1)) || n=0
+		sleep 0.1
+	done
 }
 # wait_switches N: up to 10 s for the switch work to have run N times
 wait_switches() {
@@ -252,11 +265,17 @@ if part fill && attach "filling image" $M/fill; then
 	# the switch wrote back the buffered phase's dirty pages and dropped
 	# the backing's cache (64 MiB were written, all but the last ~2 MiB
 	# buffered)
-	dirty=$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)
+	# (its last write-back ends after the count went up: up to 10 s for
+	# it; the periodic write-back is off, so only the switch writes back)
+	for ((i = 0; i < 100; i++)); do
+		dirty=$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)
+		cached=$(lmq-ioctl cached $M/fill 0 67108864)
+		cached=${cached#OK n=}
+		[ "$dirty" -lt 4096 ] && [ "${cached:-99999}" -lt 1024 ] && break
+		sleep 0.1
+	done
 	check "fill: the backing's dirty pages were written back at the switch (Dirty: $dirty kB)" \
 		[ "$dirty" -lt 4096 ]
-	cached=$(lmq-ioctl cached $M/fill 0 67108864)
-	cached=${cached#OK n=}
 	check "fill: the backing's page cache was dropped at the switch ($cached pages of 16384)" \
 		[ "${cached:-99999}" -lt 1024 ]
 	kill -INT $rpid
@@ -431,12 +450,55 @@ if part windows; then
 		check "windows: $mib MiB: one block more" \
 			dd if=/dev/urandom of=$D bs=4k count=1 seek=$((win - 1)) oflag=direct status=none
 		is "$(dio_auto write_costly_permille)" 1000 "windows: $mib MiB: a window of $win blocks"
+		sleep 1	# a switch would be queued work: time for it to run
 		is "$(dio_auto switches)" 0 "windows: $mib MiB: no switch"
 		detach "sparse image of $mib MiB"
 		rm -f $M/win
 	done
 fi
 echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+
+# A re-map (LOOP_SET_CAPACITY here) maps the file without the device's
+# lock; LOOP_SET_DIRECT_IO 0 made meanwhile must stand, not be replaced
+# by the re-map's "auto".  The re-map is held inside its mapping: xfs maps
+# (FIEMAP) under the inode's I/O lock, shared, and a buffered write of the
+# image holds it exclusively while it faults in its source, here a page
+# of a suspended device-mapper device.
+if part race; then
+	truncate -s 16M $M/race
+	echo "0 8192 linear /dev/ram0 0" >$T/race.table
+	modprobe dm-mod 2>/dev/null
+	if modprobe brd rd_nr=1 rd_size=4096 && dms create t92race $T/race.table; then
+		MD=/dev/mapper/t92race
+		[ -b $MD ] || MD=/dev/$(basename "$(readlink -f /sys/block/dm-0)")
+	else
+		fail "race: a dm-linear device on brd"; MD=
+	fi
+	if [ -b "$MD" ] && attach "race image" $M/race; then
+		choice "race image" off sparse
+		udevadm settle 2>/dev/null
+		blockdev --flushbufs $MD
+		dms suspend t92race
+		lmq-ioctl pwrite-mapped $M/race 0 $MD 1048576 >$T/w.out &
+		wpid=$!
+		waits $wpid
+		is "$(pstate $wpid)" D "race: the writer waits for its source page"
+		lmq-ioctl set-capacity $D >$T/cap.out &
+		cpid=$!
+		waits $cpid
+		is "$(pstate $cpid)" D "race: the re-map waits for the image's lock"
+		is "$(timeout 20 lmq-ioctl set-dio $D 0)" OK "race: LOOP_SET_DIRECT_IO 0 during the re-map"
+		dms resume t92race
+		wait $wpid $cpid
+		is "$(cat $T/w.out) $(cat $T/cap.out)" "OK OK" "race: the write and LOOP_SET_CAPACITY"
+		is "$(cat $S/direct_io)" off "race: the setting made during the re-map stands"
+		choice "race: after the re-map" off set
+		detach "race image"
+	fi
+	dms remove t92race 2>/dev/null
+	modprobe -r brd 2>/dev/null
+	rm -f $M/race
+fi
 is "$(word1 "$(lmq-ioctl set-dio-setting $D auto)")" ENXIO "LOOPMQ_SET_DIO on an unbound device: ENXIO"
 
 lmq_unload

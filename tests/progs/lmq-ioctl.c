@@ -43,6 +43,10 @@
  *                               DONOR's (e4defrag's ioctl)
  *   swap-boot FILE              EXT4_IOC_SWAP_BOOT (FILE's blocks for the
  *                               boot loader inode's)
+ *   pwrite-mapped FILE OFF SRC SRCOFF   write 4 KiB at OFF of FILE from a
+ *                               read-only shared mapping of SRC at SRCOFF
+ *                               (the write faults it in: a SRC that cannot
+ *                               be read keeps the write waiting there)
  *   mmap-write FILE LEN BYTE    map LEN bytes of FILE shared and writable and
  *                               write BYTE to them over and over, forever
  *                               (until a signal such as SIGBUS ends it)
@@ -373,6 +377,21 @@ int main(int argc, char **argv)
 		return do_cached(fd, argv[3], argv[4]);
 	if (!strcmp(cmd, "set-remap") && argc == 4)
 		return result(ioctl(fd, LOOPMQ_SET_REMAP, num(argv[3])));
+	if (!strcmp(cmd, "pwrite-mapped") && argc == 6) {
+		ssize_t n;
+		void *p;
+
+		bfd = open(argv[4], O_RDONLY);
+		if (bfd < 0)
+			return result(-1);
+		p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, bfd, num(argv[5]));
+		if (p == MAP_FAILED)
+			return result(-1);
+		n = pwrite(fd, p, 4096, num(argv[3]));
+		if (n >= 0 && n != 4096)
+			errno = EIO;
+		return result(n == 4096 ? 0 : -1);
+	}
 	if (!strcmp(cmd, "mmap-write") && argc == 5) {
 		size_t len = num(argv[3]);
 		volatile unsigned char *p;
