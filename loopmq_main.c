@@ -501,7 +501,10 @@ static void loopmq_discard_work(struct work_struct *work)
  * Write back the device's range of the backing's page cache, and with
  * @drop then drop its clean pages: with none of our locks held and the
  * queue running.  A write-back error is left for the next flush to
- * report (the file's errseq is not advanced, as vfs_fsync() would).
+ * report: the file's errseq is not advanced, as vfs_fsync() would.  The
+ * mapping's one-shot error flags are cleared, as every waiter but
+ * filemap_fdatawait_keep_errors() does: else the next direct request
+ * through the file would find them and fail, whatever its own range.
  */
 static void loopmq_dio_settle(struct file *file, loff_t start, loff_t len,
 			      bool drop)
@@ -510,7 +513,7 @@ static void loopmq_dio_settle(struct file *file, loff_t start, loff_t len,
 	loff_t end = len > 0 ? start + len - 1 : LLONG_MAX;
 
 	filemap_fdatawrite_range(mapping, start, end);
-	filemap_fdatawait_range_keep_errors(mapping, start, end);
+	filemap_fdatawait_range(mapping, start, end);
 	if (drop)
 		invalidate_mapping_pages(mapping, start >> PAGE_SHIFT,
 					 end >> PAGE_SHIFT);

@@ -54,8 +54,10 @@
  * dirty, as vfs_fsync() on the file does: pages loopmq wrote buffered
  * before a switch to direct I/O (the switch's last write-back runs after
  * the queue is live again), or another writer of the backing left.  While
- * the backing's page cache has pages dirty or under write-back, a FLUSH
- * takes the file path, and an empty REQ_PREFLUSH bio otherwise.
+ * the backing's page cache has pages dirty or under write-back, or a
+ * write-back failed that the file has not reported, a FLUSH takes the
+ * file path (which reports it), and is an empty REQ_PREFLUSH bio
+ * otherwise.
  * Attaching drops the clean cached pages of the backing (left by blkid,
  * for example), so a cache that nobody uses does not keep the file path
  * on.  This is as coherent as the file path and no more: a buffered user
@@ -107,13 +109,16 @@ static bool loopmq_remap_cached(struct loopmq_device *lo, struct request *rq)
  * Does the backing's page cache hold pages not yet on the device: dirty,
  * or under write-back?  A write-back clears a page's dirty mark only
  * after marking it under write-back, so one of the two is always seen.
+ * Or did a write-back fail that our file has not reported yet?
  */
 static bool loopmq_remap_dirty(struct loopmq_device *lo)
 {
-	struct address_space *mapping = lo->b.file->f_mapping;
+	struct file *file = lo->b.file;
+	struct address_space *mapping = file->f_mapping;
 
 	return mapping_tagged(mapping, PAGECACHE_TAG_DIRTY) ||
-	       mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK);
+	       mapping_tagged(mapping, PAGECACHE_TAG_WRITEBACK) ||
+	       filemap_check_wb_err(mapping, READ_ONCE(file->f_wb_err));
 }
 
 /**

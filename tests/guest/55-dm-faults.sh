@@ -5,7 +5,10 @@
 #  1. dm-error over 1 MiB of the backing file: in every mode, direct-I/O
 #     reads and writes that hit it fail with EIO, the rest of the device
 #     reads back the right data; with buffered backing I/O a read of the bad
-#     region fails with EIO and a write there makes the next fsync fail.
+#     region fails with EIO and a write there makes the next fsync fail;
+#     such a write-back failing at a switch to direct I/O fails no later
+#     direct request elsewhere, and loopmq's next fsync reports it, also
+#     with the dm device itself as the backing (FLUSH otherwise remapped).
 #  2. dm-flakey (1 s up / 1 s down) under I/O: some I/O fails, some works,
 #     nothing hangs (each I/O has a time limit).
 #  3. Back to a healthy table: the device works again, detaches, unloads.
@@ -84,6 +87,19 @@ for mode in $LMQ_MODES; do
 	is "$w/$f" "OK/EIO" "$mode/buffered: write into the bad region, then fsync fails"
 	is "$(r fsync $D)" OK "$mode/buffered: the next fsync is clean"
 done
+# a write-back that fails at the switch to direct I/O (periodic write-back
+# off, so the switch's is the one): a direct read elsewhere works; loopmq
+# leaves the error to the next fsync (the stock driver's switch takes it)
+wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+is "$(r pwrite $D $(((8 << 20) + 131072)) 4096 direct)" OK "buffered: a write into the bad region"
+is "$(r set-dio $D 1)" OK "switch to direct I/O, its write-back failing"
+is "$(r pread $D $((12 << 20)) 4096 direct)" OK "after the failed write-back: a direct read elsewhere works"
+if lmq_is_mq; then
+	is "$(r fsync $D)" EIO "after the failed write-back: the next fsync reports it"
+fi
+is "$(r fsync $D)" OK "after the failed write-back: then fsync is clean"
+echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 
 # dm-flakey under I/O: nothing may hang
 is "$(r set-dio $D 1)" OK "back to direct I/O"
@@ -121,6 +137,22 @@ done
 is "$(r clr-fd $D)" OK "detach"
 lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && pass "unbound" || fail "still bound"
 umount $M || fail "umount"
+# the dm device itself as the backing, buffered: the same failed write-back
+# at the switch, and then a FLUSH, which on a block device with direct I/O
+# is a bio to the device (the remap path), must still report it
+is "$(r configure $D $MD 0 0)" OK "attach to $MD, buffered"
+settable $W/bad || fail "load the dm-error table"
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+is "$(r pwrite $D $(((BAD + 8) * 512)) 4096 direct)" OK "$MD: a write into the bad region"
+is "$(r set-dio $D 1)" OK "$MD: switch to direct I/O, its write-back failing"
+if lmq_is_mq; then
+	is "$(r fsync $D)" EIO "$MD: the next fsync reports the failed write-back"
+fi
+is "$(r fsync $D)" OK "$MD: then fsync is clean"
+echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+settable $W/linear || fail "load the linear table"
+is "$(r clr-fd $D)" OK "detach from $MD"
+lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && pass "unbound from $MD" || fail "still bound to $MD"
 dms remove $DM || fail "dmsetup remove"
 lmq_unload; is "$?" 0 "$LMQ_MOD unloads"
 done_testing

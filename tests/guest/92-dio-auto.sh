@@ -266,7 +266,11 @@ if part fill && attach "filling image" $M/fill; then
 	# the backing's cache (64 MiB were written, all but the last ~2 MiB
 	# buffered)
 	# (its last write-back ends after the count went up: up to 10 s for
-	# it; the periodic write-back is off, so only the switch writes back)
+	# it; the periodic write-back is off and the reader, whose direct
+	# reads write back what they read, has stopped: only the switch
+	# writes back)
+	kill -INT $rpid
+	wait $rpid
 	for ((i = 0; i < 100; i++)); do
 		dirty=$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)
 		cached=$(lmq-ioctl cached $M/fill 0 67108864)
@@ -278,8 +282,6 @@ if part fill && attach "filling image" $M/fill; then
 		[ "$dirty" -lt 4096 ]
 	check "fill: the backing's page cache was dropped at the switch ($cached pages of 16384)" \
 		[ "${cached:-99999}" -lt 1024 ]
-	kill -INT $rpid
-	wait $rpid
 	# terse output: version;fio;job;group;error;...
 	is "$(awk -F';' '$1 == 3 { print $5 }' $T/reader.out)" 0 \
 		"fill: the reader saw no error through the switch"
