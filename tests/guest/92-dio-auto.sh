@@ -502,6 +502,8 @@ if part race; then
 	rm -f $M/race
 fi
 is "$(word1 "$(lmq-ioctl set-dio-setting $D auto)")" ENXIO "LOOPMQ_SET_DIO on an unbound device: ENXIO"
+is "$(sh -c "echo auto >$S/direct_io" 2>&1 | grep -o 'No such device or address')" \
+	"No such device or address" "sysfs direct_io on an unbound device: ENXIO"
 
 lmq_unload
 umount $M
