@@ -58,6 +58,25 @@ lmq_load 1 || { fail "load $LMQ_MOD"; stop_testing; }
 D=$(lmq_dev 0)
 r() { word1 "$(timeout 60 lmq-ioctl "$@" 2>&1)"; }
 sha() { sha256sum | cut -d' ' -f1; }
+# failed_switch TAG OFF [ROFF]: a buffered write at OFF (in the bad
+# region), then LOOP_SET_DIRECT_IO 1, whose write-back of it fails (the
+# periodic write-back is off meanwhile: the switch's is the one); a direct
+# read at ROFF then works; loopmq leaves the failure to its next fsync
+# (the stock driver's switch takes it), and the one after is clean
+failed_switch() {
+	local wb
+	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	is "$(r pwrite $D $2 4096 direct)" OK "$1: a write into the bad region"
+	is "$(r set-dio $D 1)" OK "$1: switch to direct I/O, its write-back failing"
+	[ -z "${3:-}" ] ||
+		is "$(r pread $D $3 4096 direct)" OK "$1: a direct read elsewhere works after it"
+	if lmq_is_mq; then
+		is "$(r fsync $D)" EIO "$1: the next fsync reports the failed write-back"
+	fi
+	is "$(r fsync $D)" OK "$1: then fsync is clean"
+	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+}
 WANT0=$(head -c 1M $W/data | sha)
 is "$(r configure $D $M/img 16 0)" OK "attach with direct I/O to the file on $DM"
 settable $W/bad || fail "load the dm-error table"
@@ -87,19 +106,7 @@ for mode in $LMQ_MODES; do
 	is "$w/$f" "OK/EIO" "$mode/buffered: write into the bad region, then fsync fails"
 	is "$(r fsync $D)" OK "$mode/buffered: the next fsync is clean"
 done
-# a write-back that fails at the switch to direct I/O (periodic write-back
-# off, so the switch's is the one): a direct read elsewhere works; loopmq
-# leaves the error to the next fsync (the stock driver's switch takes it)
-wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-echo 0 >/proc/sys/vm/dirty_writeback_centisecs
-is "$(r pwrite $D $(((8 << 20) + 131072)) 4096 direct)" OK "buffered: a write into the bad region"
-is "$(r set-dio $D 1)" OK "switch to direct I/O, its write-back failing"
-is "$(r pread $D $((12 << 20)) 4096 direct)" OK "after the failed write-back: a direct read elsewhere works"
-if lmq_is_mq; then
-	is "$(r fsync $D)" EIO "after the failed write-back: the next fsync reports it"
-fi
-is "$(r fsync $D)" OK "after the failed write-back: then fsync is clean"
-echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+failed_switch image $(((8 << 20) + 131072)) $((12 << 20))
 
 # dm-flakey under I/O: nothing may hang
 is "$(r set-dio $D 1)" OK "back to direct I/O"
@@ -142,14 +149,7 @@ umount $M || fail "umount"
 # is a bio to the device (the remap path), must still report it
 is "$(r configure $D $MD 0 0)" OK "attach to $MD, buffered"
 settable $W/bad || fail "load the dm-error table"
-echo 0 >/proc/sys/vm/dirty_writeback_centisecs
-is "$(r pwrite $D $(((BAD + 8) * 512)) 4096 direct)" OK "$MD: a write into the bad region"
-is "$(r set-dio $D 1)" OK "$MD: switch to direct I/O, its write-back failing"
-if lmq_is_mq; then
-	is "$(r fsync $D)" EIO "$MD: the next fsync reports the failed write-back"
-fi
-is "$(r fsync $D)" OK "$MD: then fsync is clean"
-echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+failed_switch $MD $(((BAD + 8) * 512))
 settable $W/linear || fail "load the linear table"
 is "$(r clr-fd $D)" OK "detach from $MD"
 lmq_wait_gone $(lmq_sys 0)/loop/backing_file 30 && pass "unbound from $MD" || fail "still bound to $MD"
