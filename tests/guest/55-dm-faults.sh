@@ -64,9 +64,7 @@ sha() { sha256sum | cut -d' ' -f1; }
 # read at ROFF then works; loopmq leaves the failure to its next fsync
 # (the stock driver's switch takes it), and the one after is clean
 failed_switch() {
-	local wb
-	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	writeback_off
 	is "$(r pwrite $D $2 4096 direct)" OK "$1: a write into the bad region"
 	is "$(r set-dio $D 1)" OK "$1: switch to direct I/O, its write-back failing"
 	[ -z "${3:-}" ] ||
@@ -75,7 +73,7 @@ failed_switch() {
 		is "$(r fsync $D)" EIO "$1: the next fsync reports the failed write-back"
 	fi
 	is "$(r fsync $D)" OK "$1: then fsync is clean"
-	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+	writeback_on
 }
 WANT0=$(head -c 1M $W/data | sha)
 is "$(r configure $D $M/img 16 0)" OK "attach with direct I/O to the file on $DM"

@@ -138,8 +138,7 @@ is "$(lmq_stat 0 remap)" 0 "page cache: that read took the file path"
 # a page a buffered writer of the backing left dirty: a FLUSH of the
 # device must write it to the backing, not only flush the backing's cache;
 # the periodic write-back, which would write it anyway, is off meanwhile
-wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+writeback_off
 dd if=/dev/urandom of=$B bs=4096 seek=$((MB / 4096 + 10)) count=1 conv=notrunc status=none
 w0=$(awk '{ print $7 }' /sys/block/nullb0/stat)
 echo 0 >$S/loopmq/stats
@@ -148,7 +147,7 @@ w1=$(awk '{ print $7 }' /sys/block/nullb0/stat)
 check "page cache: the FLUSH wrote the dirty page to $B ($((w1 - w0)) sectors written)" \
 	[ $((w1 - w0)) -ge 8 ]
 is "$(lmq_stat 0 remap)" 0 "page cache: that FLUSH took the file path"
-echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+writeback_on
 # pages cached before the attach are dropped by it (while another opener
 # keeps them: the last close of a block device drops its page cache)
 is "$(lmq-ioctl clr-fd $D)" OK "page cache: detach"

@@ -246,8 +246,7 @@ fi
 
 # The filling image: sparse, filled through the device by fio (64 KiB
 # direct writes, in order), a reader beside it; no periodic write-back.
-wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+writeback_off
 truncate -s 64M $M/fill
 if part fill && attach "filling image" $M/fill; then
 	choice "filling image, empty" off sparse
@@ -458,7 +457,7 @@ if part windows; then
 		rm -f $M/win
 	done
 fi
-echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+writeback_on
 
 # A re-map (LOOP_SET_CAPACITY here) maps the file without the device's
 # lock; LOOP_SET_DIRECT_IO 0 made meanwhile must stand, not be replaced

@@ -283,6 +283,16 @@ alive() {
 	[ "${s%% *}" != Z ]
 }
 dms() { dmsetup --noudevsync --verifyudev "$@"; }
+# writeback_off / writeback_on: the flusher's periodic write-back off, so
+# that only what a test does writes dirty pages back, and on again as it
+# was (the harness's cleanup turns it on after a test that ended early)
+writeback_off() {
+	read -r _lmq_writeback </proc/sys/vm/dirty_writeback_centisecs
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+}
+writeback_on() {
+	echo "${_lmq_writeback:-500}" >/proc/sys/vm/dirty_writeback_centisecs
+}
 
 diag "${TEST_NAME:-${0##*/}}: ${DESCRIPTION:-(no DESCRIPTION)}"
 diag "driver under test: $LMQ_DRIVER ($LMQ_PREFIX*), kernel $(uname -r)"
